@@ -1,0 +1,96 @@
+"""Shared CLI plumbing: error handling (exit 2, no traceback), JSON output, option parsers.
+
+Every command module in ``distcalc.cli`` exposes ``register(app: typer.Typer)`` and renders only; the
+computation lives in the library modules.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import json
+import math
+import sys
+from typing import Any, Callable, TypeVar
+
+import typer
+from rich.console import Console
+
+from distcalc.errors import DistcalcError
+
+console = Console()
+error_console = Console(stderr=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_USAGE = 2
+
+
+def fail(message: str) -> None:
+    """Print ``error: message`` on stderr and exit with code 2."""
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(EXIT_USAGE)
+
+
+def handle_errors(function: F) -> F:
+    """Decorator for command functions: a :class:`DistcalcError` (or pydantic validation error) becomes
+    exit code 2 with a one-line message on stderr; never a traceback."""
+
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except DistcalcError as error:
+            fail(str(error))
+        except ImportError as error:  # an optional extra is missing (matplotlib, torch)
+            fail(f"{error}. Install the matching extra, e.g. pip install 'distcalc[plot]' or 'distcalc[bench]'")
+        except Exception as error:  # pydantic.ValidationError without importing pydantic here
+            if type(error).__name__ == "ValidationError":
+                fail(_short_validation_message(error))
+            raise
+
+    return wrapper  # type: ignore[return-value]
+
+
+def _short_validation_message(error: Exception) -> str:
+    try:
+        parts = []
+        for item in error.errors():  # type: ignore[attr-defined]
+            location = ".".join(str(x) for x in item.get("loc", ()))
+            parts.append(f"{location}: {item.get('msg')} (got {item.get('input')!r})")
+        return "; ".join(parts)
+    except Exception:  # pragma: no cover - defensive
+        return str(error).splitlines()[0]
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert dataclasses, pydantic models, enums, numpy scalars/arrays into plain JSON types."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return to_jsonable(value.model_dump())
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, dict):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(v) for v in value]
+    if hasattr(value, "tolist"):  # numpy
+        return to_jsonable(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def emit_json(payload: Any) -> None:
+    """Print one JSON object on stdout and nothing else."""
+    sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
+
+
+def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
+    """Run a unit parser on an option value; on error exit 2 naming the option."""
+    try:
+        return parser(text)
+    except DistcalcError as error:
+        fail(f"{option}: {error}")
