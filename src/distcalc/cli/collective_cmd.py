@@ -1,0 +1,278 @@
+"""``distcalc collective KIND`` and ``distcalc topologies`` (rendering only; the costs live in
+:mod:`distcalc.collective`, :mod:`distcalc.p2p` and :mod:`distcalc.topology`)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.collective import (
+    Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
+    valid_algorithms,
+)
+from distcalc.collective.busbw import algbw_busbw
+from distcalc.errors import AlgorithmError, DistcalcError, TopologyError
+from distcalc.p2p import SEND_RECV, send_recv_cost
+from distcalc.topology import Topology, TopologyKind, make_topology
+from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_size_range, parse_time
+
+KINDS = [k.value for k in CollectiveKind] + [SEND_RECV]
+DEFAULTS = {"topology": "switch", "gpus": 8, "size": "1GiB", "bandwidth": "100GB/s", "latency": "5us",
+            "intra_bandwidth": "450GB/s", "intra_latency": "1us", "inter_bandwidth": "50GB/s",
+            "inter_latency": "5us", "plot_sweep": "1KiB..8GiB"}
+
+TOPOLOGY_HELP = {
+    TopologyKind.RING: "physical ring, two neighbour links per GPU (1D torus)",
+    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32), --oversubscription s:1",
+    TopologyKind.SWITCH: "ideal non-blocking switch, one port of B per GPU (--in-network-reduction: NVLS/SHARP)",
+    TopologyKind.HIERARCHICAL: "g GPUs per node on NVLink (B1, α1) + one NIC per GPU on rails (B2, α2)",
+    TopologyKind.MESH: "2D/3D mesh without wraparound (--shape, default most-square)",
+    TopologyKind.TORUS: "1D/2D/3D torus with wraparound (--shape, default most-square 2D)",
+}
+
+
+def _option(option: str, parser: Callable[[str], Any], text: str) -> Any:
+    try:
+        return parser(text)
+    except DistcalcError as error:
+        raise type(error)(f"{option}: {error}") from None
+
+
+def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: Optional[str],
+                   shape: Optional[str], gpus_per_node: Optional[int], intra_bandwidth: Optional[str],
+                   intra_latency: Optional[str], inter_bandwidth: Optional[str], inter_latency: Optional[str],
+                   in_network_reduction: bool, oversubscription: float = 1.0) -> Topology:
+    """Turn the shared topology options (design §4) into a :class:`Topology`; defaults as in ``--help``."""
+    try:
+        kind = TopologyKind(topology.strip().lower())
+    except ValueError:
+        valid = ", ".join(k.value for k in TopologyKind)
+        raise TopologyError(f"--topology {topology!r} is unknown: valid topologies are {valid}") from None
+    rate = lambda name, text: _option(name, parse_rate, text)  # noqa: E731
+    time = lambda name, text: _option(name, parse_time, text)  # noqa: E731
+    if kind == TopologyKind.HIERARCHICAL:
+        b1 = rate("--intra-bandwidth", intra_bandwidth or bandwidth or DEFAULTS["intra_bandwidth"])
+        a1 = time("--intra-latency", intra_latency or latency or DEFAULTS["intra_latency"])
+        b2 = rate("--inter-bandwidth", inter_bandwidth or DEFAULTS["inter_bandwidth"])
+        a2 = time("--inter-latency", inter_latency or DEFAULTS["inter_latency"])
+        return make_topology(kind, gpus, b1, a1, gpus_per_node=gpus_per_node, inter_bandwidth_bytes_per_s=b2,
+                             inter_latency_s=a2)
+    for name, value in (("--intra-bandwidth", intra_bandwidth), ("--intra-latency", intra_latency),
+                        ("--inter-bandwidth", inter_bandwidth), ("--inter-latency", inter_latency)):
+        if value is not None:
+            raise TopologyError(f"{name} {value!r} applies only to --topology hierarchical, not {kind.value}")
+    b = rate("--bandwidth", bandwidth or DEFAULTS["bandwidth"])
+    a = time("--latency", latency or DEFAULTS["latency"])
+    return make_topology(kind, gpus, b, a, shape=shape, gpus_per_node=gpus_per_node,
+                         in_network_reduction=in_network_reduction, oversubscription=oversubscription)
+
+
+def _records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst: int) -> list:
+    if kind == SEND_RECV:
+        if algorithm not in ("auto", "all", Algorithm.P2P):
+            raise AlgorithmError(f"algorithm {algorithm.value!r} is not valid for send-recv: valid is p2p")
+        return [send_recv_cost(size, topo, src, dst)]
+    if algorithm == "all":
+        return collective_costs(kind, size, topo)
+    return [collective_cost(kind, size, topo, algorithm)]
+
+
+def _lower_bound_s(kind: str, size: int, topo: Topology, records: list) -> float:
+    if kind == SEND_RECV:
+        return float(records[0].time_s)  # the one-link send is its own bound (spec §3: trivially met)
+    return float(lower_bound(kind, size, topo).time_s)
+
+
+def _result_dict(record: Any, kind: str, topo: Topology) -> dict:
+    out = record.as_dict()
+    out["algbw_bytes_per_s"], out["busbw_bytes_per_s"] = algbw_busbw(kind, record.size_bytes, record.time_s,
+                                                                     topo.gpus)
+    return out
+
+
+def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
+    table = Table(title=f"{kind} of {format_size(size)} on {_topology_summary(topo)}")
+    for column in ("algorithm", "formula", "time", "latency term", "bandwidth term", "steps", "sent/GPU",
+                   "algbw", "busbw"):
+        table.add_column(column, justify="left" if column in ("algorithm", "formula") else "right")
+    for record in records:
+        row = _result_dict(record, kind, topo)
+        table.add_row(row["algorithm"], str(row["formula_id"]), format_time(row["time_s"]),
+                      format_time(row["latency_term_s"]), format_time(row["bandwidth_term_s"]), str(row["steps"]),
+                      format_size(row["bytes_sent_per_gpu"]), _rate(row["algbw_bytes_per_s"]),
+                      _rate(row["busbw_bytes_per_s"]))
+    console.print(table)
+    best = min(records, key=lambda r: r.time_s)
+    console.print(f"best: [bold]{best.algorithm.value}[/bold] {format_time(best.time_s)}    "
+                  f"lower bound: {format_time(bound)}")
+
+
+def _rate(value: float) -> str:
+    return "-" if not np.isfinite(value) else format_rate(value)
+
+
+def _topology_summary(topo: Topology) -> str:
+    if topo.kind == TopologyKind.HIERARCHICAL:
+        return (f"hierarchical {topo.nodes}×{topo.gpus_per_node} GPUs (intra {format_rate(topo.bandwidth_bytes_per_s)}"
+                f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
+                f"{format_time(float(topo.inter_latency_s))})")
+    shape = f" {'x'.join(map(str, topo.shape))}" if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) else ""
+    return (f"{topo.kind.value}{shape} of {topo.gpus} GPUs ({format_rate(topo.bandwidth_bytes_per_s)}, "
+            f"{format_time(topo.latency_s)})")
+
+
+def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src: int, dst: int) -> None:
+    from distcalc.plots_collective import plot_time_vs_size
+
+    sweep = sizes if len(sizes) > 1 else parse_size_range(DEFAULTS["plot_sweep"])
+    series: dict[str, list] = {}
+    for size in sweep:
+        chosen = "all" if algorithm == "auto" else algorithm
+        for record in _records(kind, size, topo, chosen, src, dst):
+            series.setdefault(record.algorithm.value, []).append(float(record.time_s))
+    bound = None if kind == SEND_RECV else [float(lower_bound(kind, s, topo).time_s) for s in sweep]
+    plot_time_vs_size(sweep, series, path, title=f"{kind} on {_topology_summary(topo)}", lower_bound_s=bound)
+
+
+def collective_command(
+    kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
+    topology: str = typer.Option(DEFAULTS["topology"], "--topology",
+                                 help="ring, tree, hierarchical, switch, mesh or torus."),
+    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", help="Number of GPUs (ranks) N."),
+    size: str = typer.Option(DEFAULTS["size"], "--size",
+                             help="Size M (NCCL convention), e.g. 1GiB, 256MB; or a range 1KiB..8GiB (powers of 2)."),
+    bandwidth: Optional[str] = typer.Option(None, "--bandwidth",
+                                            help="Per-link per-direction bandwidth B [default: 100GB/s]."),
+    latency: Optional[str] = typer.Option(None, "--latency", help="Per-step latency α [default: 5us]."),
+    shape: Optional[str] = typer.Option(None, "--shape", help="Mesh/torus shape, e.g. 8x8 or 4x4x4 "
+                                        "[default: most-square 2D]."),
+    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
+                                                help="Hierarchical: GPUs per node g [default: 8]; tree: GPUs "
+                                                     "per leaf [default: 32]."),
+    intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth",
+                                                  help="Hierarchical NVLink B1 per GPU [default: 450GB/s]."),
+    intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [default: 1us]."),
+    inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth",
+                                                  help="Hierarchical NIC B2 per GPU [default: 50GB/s]."),
+    inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [default: 5us]."),
+    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest) or all."),
+    in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
+                                              help="Switch with in-network reduction (NVLS/SHARP)."),
+    oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
+    src: int = typer.Option(0, "--src", help="send-recv: source rank."),
+    dst: int = typer.Option(1, "--dst", help="send-recv: destination rank."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write time vs size per algorithm to FILE.png "
+                                       f"(single size: sweep {DEFAULTS['plot_sweep']})."),
+    calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
+                                              "calibrate`: replaces α and B with the values fitted for KIND."),
+) -> None:
+    """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
+
+    Defaults: --topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s --latency 5us; hierarchical uses
+    --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
+    """
+    kind_name = _parse_cli_kind(kind)
+    sizes = _option("--size", parse_size_range, size)
+    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
+                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+    if calibration:  # bench/calibration: α and B fitted to measurements of this collective
+        from distcalc.calibration import calibrated_topology, load_calibration
+
+        topo = calibrated_topology(topo, kind_name, load_calibration(calibration), sizes[0] if len(sizes) == 1 else None)
+    choice = parse_algorithm(algorithm)
+    if kind_name != SEND_RECV and choice not in ("auto", "all") and choice not in valid_algorithms(kind_name, topo):
+        collective_cost(kind_name, sizes[0], topo, choice)  # raises AlgorithmError listing the valid ones
+    per_size = [(s, _records(kind_name, s, topo, choice, src, dst)) for s in sizes]
+    bounds = [_lower_bound_s(kind_name, s, topo, recs) for s, recs in per_size]
+    if plot:
+        _plot(plot, kind_name, sizes, topo, choice, src, dst)
+    if json_output:
+        emit_json(dict(_payload(kind_name, topo, per_size, bounds, plot), **({"calibration": calibration} if calibration else {})))
+        return
+    if len(sizes) == 1:
+        _render_single(kind_name, sizes[0], topo, per_size[0][1], bounds[0])
+    else:
+        _render_range(kind_name, topo, per_size, bounds)
+    if plot:
+        console.print(f"plot written to {plot}")
+
+
+def _parse_cli_kind(text: str) -> str:
+    if text.strip().lower() in (SEND_RECV, "sendrecv", "send_recv", "p2p"):
+        return SEND_RECV
+    try:
+        return parse_kind(text).value
+    except AlgorithmError:
+        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+
+
+def _payload(kind: str, topo: Topology, per_size: list, bounds: list, plot: Optional[str]) -> dict:
+    if len(per_size) == 1:
+        size, records = per_size[0]
+        best = min(records, key=lambda r: r.time_s)
+        out = {"collective": kind, "size_bytes": size, "topology": topo.describe(),
+               "results": [_result_dict(r, kind, topo) for r in records], "best": best.algorithm.value,
+               "best_time_s": best.time_s, "lower_bound_s": bounds[0]}
+    else:
+        results, best = [], []
+        for size, records in per_size:
+            for record in records:
+                results.append({"size_bytes": size, **_result_dict(record, kind, topo)})
+            winner = min(records, key=lambda r: r.time_s)
+            best.append({"size_bytes": size, "algorithm": winner.algorithm.value, "time_s": winner.time_s})
+        out = {"collective": kind, "size_bytes": [s for s, _ in per_size], "topology": topo.describe(),
+               "results": results, "best": best, "lower_bound_s": bounds}
+    if plot:
+        out["plot"] = plot
+    return out
+
+
+def _render_range(kind: str, topo: Topology, per_size: list, bounds: list) -> None:
+    table = Table(title=f"{kind} on {_topology_summary(topo)}")
+    for column in ("size", "algorithm", "time", "algbw", "busbw", "lower bound"):
+        table.add_column(column, justify="left" if column == "algorithm" else "right")
+    for (size, records), bound in zip(per_size, bounds):
+        for record in records:
+            algbw, busbw = algbw_busbw(kind, size, record.time_s, topo.gpus)
+            table.add_row(format_size(size), record.algorithm.value, format_time(record.time_s), _rate(algbw),
+                          _rate(busbw), format_time(bound))
+    console.print(table)
+
+
+def topologies_command(
+    gpus: int = typer.Option(64, "--gpus", help="N used to decide which algorithms are valid."),
+    gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="g for hierarchical (GPUs per leaf for tree)."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+) -> None:
+    """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
+    entries = []
+    for kind in TopologyKind:
+        extra = {"gpus_per_node": gpus_per_node} if kind in (TopologyKind.HIERARCHICAL, TopologyKind.TREE) else {}
+        if kind == TopologyKind.SWITCH:
+            extra["in_network_reduction"] = True
+        topo = make_topology(kind, gpus, **extra)
+        algorithms = {c.value: [a.value for a in valid_algorithms(c, topo)] for c in CollectiveKind}
+        algorithms[SEND_RECV] = [Algorithm.P2P.value]
+        entries.append({"kind": kind.value, "description": TOPOLOGY_HELP[kind], "algorithms": algorithms})
+    if json_output:
+        emit_json({"gpus": gpus, "topologies": entries})
+        return
+    table = Table(title=f"Topologies and their algorithms (N = {gpus})", show_lines=True)
+    table.add_column("topology")
+    table.add_column("description")
+    table.add_column("algorithms per collective")
+    for entry in entries:
+        lines = "\n".join(f"{name}: {', '.join(algs)}" for name, algs in entry["algorithms"].items())
+        table.add_row(entry["kind"], entry["description"], lines)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``collective`` and ``topologies`` to the distcalc app."""
+    app.command("collective")(handle_errors(collective_command))
+    app.command("topologies")(handle_errors(topologies_command))

@@ -1,0 +1,114 @@
+"""α-β formulas for multi-dimensional torus and mesh topologies (spec collectives.md §2.3, T01–T13).
+
+Symbols: dimensions n_i (size-1 dimensions dropped), N = Πn_i, M bytes, B per link per direction, α per step.
+s_i = ⌊n_i/2⌋ steps for a wraparound dimension with n_i ≥ 3, else n_i − 1; B_i^eff = 2B for a wraparound
+dimension with n_i ≥ 3, else B (a dimension of 2 has one link per direction; a mesh line is unidirectional
+per phase) — spec A7/A8. D_i = M/Π_{j<i} n_j is the data left after reduce-scattering earlier dimensions.
+Multi-hop latency inside one step is folded into α (A9).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+from distcalc.collective.types import Terms, simple
+
+
+def _phase_steps(n: int, wrap: bool) -> int:
+    return n // 2 if (wrap and n >= 3) else n - 1
+
+
+def _phase_bandwidth(n: int, wrap: bool, b: float) -> float:
+    return 2 * b if (wrap and n >= 3) else b
+
+
+def _sent_fraction(n: int, wrap: bool, allgather: bool) -> float:
+    # Bytes a GPU injects in one phase per byte of D: (n−1)/n, except an AllGather along a mesh line of n ≥ 3,
+    # where interior GPUs forward both ways: p+1 blocks right and n−p left, (n+1)/n (simulator note 9).
+    if allgather and not wrap and n >= 3:
+        return (n + 1) / n
+    return (n - 1) / n
+
+
+def sequential_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool,
+                              allgather: bool = False) -> Terms:
+    """T03 (torus) and the mesh-line analogue: RS one dimension at a time (AG in reverse order, same cost):
+    Σ s_i·α + Σ (n_i−1)/n_i·D_i/B_i^eff; sends f·M. The dimension order minimising the bandwidth term is used
+    (spec §4.6: it matters when dimensions differ); all steps are order independent. ``allgather`` only changes
+    the bytes sent on mesh lines (interior GPUs forward both ways, see ``_sent_fraction``).
+    Source: scaling-book sharding.md L305-317 per axis; ASTRA-sim Sys.cc L768-787 (ascending dimension
+    phases) and L729 (AG reversed) [V]."""
+    best = None
+    for order in sorted(set(itertools.permutations(dims)), reverse=True):
+        data, coefficient, sent = 1.0, 0.0, 0.0
+        for n in order:
+            coefficient += (n - 1) / n * data / _phase_bandwidth(n, wrap, b)
+            sent += _sent_fraction(n, wrap, allgather) * data
+            data /= n
+        if best is None or coefficient < best[0] * (1 - 1e-15):
+            best = (coefficient, sent)
+    steps = sum(_phase_steps(n, wrap) for n in dims)
+    coefficient, sent = best if best is not None else (0.0, 0.0)
+    return simple(steps, a, coefficient * m, sent * m)
+
+
+def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool,
+                              allgather: bool = False) -> Terms:
+    """T04/T12 (torus) and T08's RS half (mesh): the data is split into k = #dims parts, part p visiting the
+    dimensions in the order rotated by p, so every phase keeps all 2k ports busy. Phase j costs
+    max_p [s_d·α] and max_p [(n_d−1)/n_d·(D_p/k)/B_d^eff] (phase-synchronous, spec §7). Equal dimensions:
+    Σ s_i·α + f·M/(2kB). The cyclic base order with the smallest bandwidth term is used. Sends f·M (AllGather
+    on mesh lines: more, see ``_sent_fraction``).
+    Source: scaling-book sharding.md L337-343 ("increases the available bandwidth by a factor of n_axes") [V];
+    Ying et al. 2018 [P]; phase-max generalisation [D]."""
+    k = len(dims)
+    best = None
+    for order in sorted(set(itertools.permutations(dims)), reverse=True):
+        steps, coefficient, sent = 0, 0.0, 0.0
+        data = [1.0 / k] * k
+        for phase in range(k):
+            phase_steps, phase_time = 0, 0.0
+            for part in range(k):
+                n = order[(part + phase) % k]
+                phase_steps = max(phase_steps, _phase_steps(n, wrap))
+                phase_time = max(phase_time, (n - 1) / n * data[part] / _phase_bandwidth(n, wrap, b))
+                sent += _sent_fraction(n, wrap, allgather) * data[part]
+                data[part] /= n
+            steps += phase_steps
+            coefficient += phase_time
+        if best is None or (coefficient, steps) < best[:2]:
+            best = (coefficient, steps, sent)
+    coefficient, steps, sent = best if best is not None else (0.0, 0, 0.0)
+    return simple(steps, a, coefficient * m, sent * m)
+
+
+def grid_alltoall(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool) -> Terms:
+    """T05/T13 (torus) and T09 (mesh): dimension-ordered shortest-path AllToAll, all messages concurrent:
+    α·Σ hops_i + max_i L_i·M/B; torus hops_i = ⌊n_i/2⌋, L_i = (n_i² − [n_i odd])/(8n_i) (1/2 for n_i = 2);
+    mesh hops_i = n_i − 1, L_i = ⌊n_i/2⌋⌈n_i/2⌉/n_i. Equals the bisection bound. Sends f·M. Source: [D]."""
+    steps, load = 0, 0.0
+    for n in dims:
+        if wrap and n >= 3:
+            steps += n // 2
+            load = max(load, (n * n - (n % 2)) / (8 * n))
+        else:
+            steps += n - 1
+            load = max(load, (n // 2) * ((n + 1) // 2) / n)
+    total = 1
+    for n in dims:
+        total *= n
+    return simple(steps, a, load * m / b, (total - 1) / total * m)
+
+
+def has_hamiltonian_cycle(dims: Sequence[int], wrap: bool) -> bool:
+    """Torus: always (N ≥ 2). Mesh: iff N is even and at least two dimensions are ≥ 2 (a grid graph is
+    bipartite; spec §4.8), or N = 2 (one link pair used both ways)."""
+    total = 1
+    for n in dims:
+        total *= n
+    if total < 2:
+        return False
+    if wrap or total == 2:
+        return True
+    return total % 2 == 0 and len(dims) >= 2

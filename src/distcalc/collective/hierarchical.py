@@ -1,0 +1,122 @@
+"""Two-level hierarchical formulas (spec collectives.md §2.4, H01–H06): g GPUs per node on an NVLink switch
+(B1 per GPU per direction, α1), n nodes on a rail-optimised network with one NIC per GPU (B2, α2); N = g·n.
+Each function takes ``(g, n, m, b1, a1, b2, a2)`` and returns :class:`~distcalc.collective.types.Terms`
+(elementwise in M). With n = 1 they reduce to the single-switch formulas on (B1, α1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from distcalc.collective.flat import pipelined_chain
+from distcalc.collective.types import Terms, ceil_log2, subtree_blocks
+
+
+def hierarchical_reduce_scatter(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H05 RS: intra-node ring RS on M, then inter-node ring RS on M/g along each rail:
+    (g−1)α1 + (g−1)/g·M/B1 + (n−1)α2 + (n−1)/n·(M/g)/B2; sends f·M. AllGather runs the same phases in
+    reverse (inter AG to M/g, then intra AG) at the same cost. Source: [D]; ASTRA-sim Sys.cc L729 (AG visits
+    dimensions in reverse) [V]."""
+    alpha = (g - 1) * a1 + (n - 1) * a2
+    bw = (g - 1) / g * m / b1 + (n - 1) / n * (m / g) / b2
+    sent = (g - 1) / g * m + (n - 1) / n * m / g
+    return Terms((g - 1) + (n - 1), alpha, bw, sent)
+
+
+def hierarchical_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H01 (the seed's hierarchical AR): intra ring RS → inter ring AR on M/g per rail → intra ring AG:
+    2(g−1)α1 + 2(g−1)/g·M/B1 + 2(n−1)α2 + 2(n−1)/n·(M/g)/B2; sends 2f·M.
+    Source: ASTRA-sim Sys.cc L839-906 (RS dim 0, AR dim 1, AG dim 0); scaling-book gpus.md "Cross-node
+    collectives" [V]."""
+    rs = hierarchical_reduce_scatter(g, n, m, b1, a1, b2, a2)
+    return Terms(2 * rs.steps, 2 * rs.alpha_term_s, 2 * rs.bw_term_s, 2 * rs.sent_bytes)
+
+
+def rail_ring_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H02 flat ring over all N GPUs as g rail-aligned rings (NCCL-like); per ring 2(n−1) of the 2(N−1) steps
+    cross the network: [2(N−1) − 2(n−1)]α1 + 2(n−1)α2 + 2(N−1)·max((g−1)/(g·B1), 1/(g·B2))·M/N (only the
+    flat ring on the NVLink switch, 2(N−1)·M/(N·B1), when n = 1); sends 2f·M. Source: NCCL tuning.cc L411-412 (nInterSteps = 2(nNodes−1)) [V];
+    bandwidth [D]."""
+    total = g * n
+    per_byte = max((g - 1) / (g * b1), 1 / (g * b2)) if n > 1 else 1 / b1
+    alpha = (2 * (total - 1) - 2 * (n - 1)) * a1 + 2 * (n - 1) * a2
+    f = (total - 1) / total
+    return Terms(2 * (total - 1), alpha, 2 * (total - 1) * per_byte * m / total, 2 * f * m)
+
+
+def chain_dbt_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H03 NCCL Tree: intra-node chain + inter-node double binary tree, pipelined:
+    2(g−1)α1 + 2⌈log2 n⌉α2 + max(2M/B1, c_n·M/(g·B2)), c_n = 0, 1, 2 for n = 1, 2, ≥ 3; sends 2M.
+    Source: NCCL tuning.cc L415-417 (latency 2((ppn−1)·intra + log2(nNodes)·inter)) [V]; bandwidth [D]."""
+    c_n = 0 if n == 1 else (1 if n == 2 else 2)
+    bw = max(2 * m / b1, c_n * m / (g * b2)) if isinstance(m, float) else np.maximum(2 * m / b1, c_n * m / (g * b2))
+    lg = ceil_log2(n)
+    return Terms(2 * (g - 1) + 2 * lg, 2 * (g - 1) * a1 + 2 * lg * a2, bw, 2 * m)
+
+
+def astra_baseline_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H04 ASTRA-sim "baseline": a full ring AR on each dimension with the full M:
+    2(g−1)α1 + 2(g−1)/g·M/B1 + 2(n−1)α2 + 2(n−1)/n·M/B2; sends 2(g−1)/g·M + 2(n−1)/n·M.
+    Source: ASTRA-sim Sys.cc L768-787 (Baseline branch); Ring.cc L71-73 (AR keeps final_data_size) [V]."""
+    alpha = 2 * (g - 1) * a1 + 2 * (n - 1) * a2
+    bw = 2 * (g - 1) / g * m / b1 + 2 * (n - 1) / n * m / b2
+    sent = 2 * (g - 1) / g * m + 2 * (n - 1) / n * m
+    return Terms(2 * (g - 1) + 2 * (n - 1), alpha, bw, sent)
+
+
+def hierarchical_alltoall(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """H06 direct AllToAll with NVLink and NICs used concurrently: max(α1, α2) + max((g−1)/N·M/B1,
+    (N−g)/N·M/B2) (α1 only when n = 1); sends f·M. Source: scaling-book gpus.md cross-node all-to-all [V]."""
+    total = g * n
+    alpha = max(a1, a2) if n > 1 else a1
+    intra, inter = (g - 1) / total * m / b1, (total - g) / total * m / b2
+    bw = max(intra, inter) if isinstance(m, float) else np.maximum(intra, inter)
+    return Terms(1, alpha, bw, (total - 1) / total * m)
+
+
+def hierarchical_broadcast(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """Two-level Broadcast (and, mirrored, Reduce): binomial scatter of M inside the root's node
+    (⌈log2 g⌉α1 + (g−1)/g·M/B1), binomial broadcast of the M/g shards along every rail
+    (⌈log2 n⌉(α2 + (M/g)/B2)), ring allgather inside every node ((g−1)α1 + (g−1)/g·M/B1). The root sends
+    2(g−1)/g·M + ⌈log2 n⌉·M/g. Source: [D] (van de Geijn F09 inside nodes, binomial F08 across nodes)."""
+    lg_g, lg_n = ceil_log2(g), ceil_log2(n)
+    alpha = (lg_g + g - 1) * a1 + lg_n * a2
+    bw = 2 * (g - 1) / g * m / b1 + lg_n * (m / g) / b2
+    sent = 2 * (g - 1) / g * m + lg_n * m / g
+    return Terms(lg_g + (g - 1) + lg_n, alpha, bw, sent)
+
+
+def hierarchical_reduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """Two-level Reduce, the mirror of :func:`hierarchical_broadcast` (intra ring RS, binomial reduce of the M/g
+    shards along every rail, binomial gather to the root inside its node): same time; the busiest GPU (on the
+    root's node) sends (g−1)/g·M + max(blocks(g), [n > 1])·M/g (sim_to_collective note 5). Source: [D]."""
+    terms = hierarchical_broadcast(g, n, m, b1, a1, b2, a2)
+    sent = (g - 1) / g * m + max(subtree_blocks(g), 1 if n > 1 else 0) * m / g
+    return Terms(terms.steps, terms.alpha_term_s, terms.bw_term_s, sent)
+
+
+def hierarchical_scatter(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """Two-level Scatter, the mirror of :func:`hierarchical_gather`: same time; the root sends f·M. Source: [D]."""
+    terms = hierarchical_gather(g, n, m, b1, a1, b2, a2)
+    return Terms(terms.steps, terms.alpha_term_s, terms.bw_term_s, (g * n - 1) / (g * n) * m)
+
+
+def hierarchical_gather(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """Two-level Gather (Scatter mirrored): binomial gather of the M/N blocks along every rail to the root's
+    node (⌈log2 n⌉α2 + (n−1)/n·(M/g)/B2), then binomial gather inside the root's node
+    (⌈log2 g⌉α1 + (g−1)/g·M/B1). The busiest sender is the root of the largest subtree at both levels:
+    blocks(g)·M/g + blocks(n)·M/N. Source: [D] (MPICH binomial gather cost per level)."""
+    lg_g, lg_n = ceil_log2(g), ceil_log2(n)
+    alpha = lg_n * a2 + lg_g * a1
+    bw = (n - 1) / n * (m / g) / b2 + (g - 1) / g * m / b1
+    sent = subtree_blocks(g) * m / g + subtree_blocks(n) * m / (g * n)
+    return Terms(lg_n + lg_g, alpha, bw, sent)
+
+
+def hierarchical_chain(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """Pipelined chain Broadcast/Reduce through all N GPUs node by node: N−n NVLink hops (α1, B1) and n−1
+    network hops (α2, B2), optimal segment count (see :func:`~distcalc.collective.flat.pipelined_chain`).
+    Source: [D] (F07 with two hop classes)."""
+    return pipelined_chain(m, [(g * n - n, a1, b1), (n - 1, a2, b2)])

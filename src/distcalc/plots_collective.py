@@ -1,0 +1,33 @@
+"""Time-versus-size plot of collective algorithms (matplotlib is imported lazily, Agg backend)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping, Sequence
+
+
+def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequence[float]], path: str | Path,
+                      title: str = "", lower_bound_s: Sequence[float] | None = None) -> Path:
+    """Draw one log-log line per algorithm (time vs M) and, if given, the lower bound; save to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for name, times in times_s.items():
+        axis.plot(sizes_bytes, times, marker="o", markersize=3, label=name)
+    if lower_bound_s is not None:
+        axis.plot(sizes_bytes, lower_bound_s, linestyle="--", color="black", label="lower bound")
+    axis.set_xscale("log", base=2)
+    axis.set_yscale("log")
+    axis.set_xlabel("size M (bytes, NCCL convention)")
+    axis.set_ylabel("time (s)")
+    axis.set_title(title)
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend(fontsize=8)
+    figure.tight_layout()
+    out = Path(path)
+    figure.savefig(out, dpi=120)
+    plt.close(figure)
+    return out

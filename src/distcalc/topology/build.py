@@ -1,0 +1,132 @@
+"""Validated construction of topologies: :func:`make_topology` and the :class:`TopologySpec` input model."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.errors import TopologyError
+from distcalc.topology.model import (
+    DEFAULT_GPUS_PER_LEAF, Topology, TopologyKind, most_square_shape, parse_shape,
+)
+
+
+def make_topology(
+    kind: TopologyKind | str,
+    gpus: int,
+    bandwidth_bytes_per_s: float = 100e9,
+    latency_s: float = 5e-6,
+    shape: Sequence[int] | str | None = None,
+    gpus_per_node: int | None = None,
+    inter_bandwidth_bytes_per_s: float | None = None,
+    inter_latency_s: float | None = None,
+    in_network_reduction: bool = False,
+    oversubscription: float = 1.0,
+    hop_latency_s: float = 0.0,
+) -> Topology:
+    """Build and validate a topology. Raises :class:`TopologyError` naming the bad value.
+
+    ``bandwidth_bytes_per_s``/``latency_s`` are B/α (B1/α1 for hierarchical); ``inter_*`` default to the
+    intra values. ``shape`` (mesh/torus only) is a tuple or ``"8x8"``; default most-square 2D.
+    ``gpus_per_node`` is g for hierarchical (default 8, or N if N < 8) and GPUs per leaf for tree.
+    """
+    try:
+        kind = TopologyKind(kind)
+    except ValueError:
+        valid = ", ".join(k.value for k in TopologyKind)
+        raise TopologyError(f"unknown topology {kind!r}: valid topologies are {valid}") from None
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise TopologyError(f"invalid --gpus {gpus!r}: must be a positive integer")
+    _check_positive("--bandwidth" if kind != TopologyKind.HIERARCHICAL else "--intra-bandwidth",
+                    bandwidth_bytes_per_s)
+    _check_nonnegative("--latency" if kind != TopologyKind.HIERARCHICAL else "--intra-latency", latency_s)
+    _check_nonnegative("hop latency", hop_latency_s)
+    dims: tuple[int, ...] | None = None
+    if shape is not None and kind not in (TopologyKind.MESH, TopologyKind.TORUS):
+        raise TopologyError(f"--shape {_fmt_shape(shape)} applies only to mesh and torus, not {kind.value}")
+    if kind in (TopologyKind.MESH, TopologyKind.TORUS):
+        dims = parse_shape(shape) if isinstance(shape, str) else (
+            tuple(int(d) for d in shape) if shape is not None else most_square_shape(gpus))
+        if shape is not None and (not 1 <= len(dims) <= 3 or any(d < 1 for d in dims)):
+            raise TopologyError(f"invalid --shape {_fmt_shape(dims)}: expected 1 to 3 positive dimensions")
+        if math.prod(dims) != gpus:
+            raise TopologyError(
+                f"--shape {_fmt_shape(dims)} has {math.prod(dims)} GPUs but --gpus is {gpus}")
+    elif kind == TopologyKind.RING:
+        dims = (gpus,)
+    if kind == TopologyKind.HIERARCHICAL:
+        g = gpus_per_node if gpus_per_node is not None else min(8, gpus)
+        if isinstance(g, bool) or not isinstance(g, int) or g < 1:
+            raise TopologyError(f"invalid --gpus-per-node {g!r}: must be a positive integer")
+        if gpus % g:
+            raise TopologyError(f"--gpus {gpus} is not a multiple of --gpus-per-node {g}")
+        gpus_per_node = g
+        inter_bandwidth_bytes_per_s = (bandwidth_bytes_per_s if inter_bandwidth_bytes_per_s is None
+                                       else inter_bandwidth_bytes_per_s)
+        inter_latency_s = latency_s if inter_latency_s is None else inter_latency_s
+        _check_positive("--inter-bandwidth", inter_bandwidth_bytes_per_s)
+        _check_nonnegative("--inter-latency", inter_latency_s)
+    elif kind == TopologyKind.TREE:
+        leaf = gpus_per_node if gpus_per_node is not None else min(DEFAULT_GPUS_PER_LEAF, gpus)
+        if isinstance(leaf, bool) or not isinstance(leaf, int) or leaf < 1:
+            raise TopologyError(f"invalid --gpus-per-node {leaf!r} (GPUs per leaf): must be a positive integer")
+        if gpus % leaf:
+            raise TopologyError(f"--gpus {gpus} is not a multiple of --gpus-per-node {leaf} (GPUs per leaf)")
+        gpus_per_node = leaf
+        if not (math.isfinite(oversubscription) and oversubscription >= 1):
+            raise TopologyError(f"invalid oversubscription {oversubscription!r}: must be >= 1 (1 = full bisection)")
+    else:
+        if gpus_per_node is not None:
+            raise TopologyError(
+                f"--gpus-per-node {gpus_per_node} applies only to hierarchical and tree, not {kind.value}")
+        if inter_bandwidth_bytes_per_s is not None or inter_latency_s is not None:
+            raise TopologyError(f"--inter-bandwidth/--inter-latency apply only to hierarchical, not {kind.value}")
+    if in_network_reduction and kind != TopologyKind.SWITCH:
+        raise TopologyError(f"--in-network-reduction applies only to the switch topology, not {kind.value}")
+    return Topology(kind=kind, gpus=gpus, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s),
+                    latency_s=float(latency_s), shape=dims, gpus_per_node=gpus_per_node,
+                    inter_bandwidth_bytes_per_s=None if inter_bandwidth_bytes_per_s is None
+                    else float(inter_bandwidth_bytes_per_s),
+                    inter_latency_s=None if inter_latency_s is None else float(inter_latency_s),
+                    in_network_reduction=bool(in_network_reduction), oversubscription=float(oversubscription),
+                    hop_latency_s=float(hop_latency_s))
+
+
+def _fmt_shape(shape: Sequence[int] | str) -> str:
+    return shape if isinstance(shape, str) else "x".join(str(d) for d in shape)
+
+
+def _check_positive(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
+        raise TopologyError(f"invalid {name} {value!r}: must be a positive rate in bytes/s")
+
+
+def _check_nonnegative(name: str, value: float) -> None:
+    if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+        raise TopologyError(f"invalid {name} {value!r}: must be a non-negative time in seconds")
+
+
+
+class TopologySpec(BaseModel):
+    """A topology as a user (YAML preset, JSON, CLI) describes it; :meth:`build` validates it fully."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: TopologyKind = Field(description="ring, tree, switch, hierarchical, mesh or torus")
+    gpus: int = Field(ge=1, description="number of GPUs (ranks) N")
+    bandwidth_bytes_per_s: float = Field(100e9, gt=0, description="B (B1 on hierarchical), bytes/s per link "
+                                         "per direction")
+    latency_s: float = Field(5e-6, ge=0, description="α (α1 on hierarchical), seconds per step")
+    shape: Optional[tuple[int, ...]] = Field(None, description="mesh/torus dimensions, e.g. (8, 8)")
+    gpus_per_node: Optional[int] = Field(None, ge=1, description="g on hierarchical; GPUs per leaf on tree")
+    inter_bandwidth_bytes_per_s: Optional[float] = Field(None, gt=0, description="B2, bytes/s per NIC per "
+                                                         "direction (hierarchical)")
+    inter_latency_s: Optional[float] = Field(None, ge=0, description="α2, seconds (hierarchical)")
+    in_network_reduction: bool = Field(False, description="switch with NVLS/SHARP in-network reduction")
+    oversubscription: float = Field(1.0, ge=1, description="tree: leaf uplink oversubscription s (s:1)")
+
+    def build(self) -> Topology:
+        """The :class:`Topology` (raises :class:`TopologyError` naming the bad value)."""
+        return make_topology(**self.model_dump())
