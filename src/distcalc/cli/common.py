@@ -19,7 +19,9 @@ from rich.console import Console
 
 from distcalc.errors import DistcalcError
 
-console = Console()
+# Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
+# so tables are not truncated to 'algor…'.
+console = Console(width=None if sys.stdout.isatty() else 140)
 error_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])

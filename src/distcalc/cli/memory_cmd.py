@@ -1,0 +1,162 @@
+"""``distcalc memory``: per-GPU memory breakdown of a training configuration, stage by stage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.hardware import load_gpu
+from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
+from distcalc.model import load_model
+from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.units import format_size, parse_size
+
+# Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
+SEGMENTS = (
+    ("weights", ("weights_bytes",)),
+    ("gradients", ("gradients_bytes",)),
+    ("optimizer", ("optimizer_bytes",)),
+    ("layer activations", ("layer_activations_bytes",)),
+    ("recompute workspace", ("recompute_workspace_bytes",)),
+    ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
+    ("loss workspace", ("loss_workspace_bytes",)),
+    ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
+    ("allocator reserve", ("allocator_reserve_bytes",)),
+)
+MAX_STAGE_COLUMNS = 8
+
+
+def _stage_columns(report: MemoryReport) -> list[int]:
+    count = len(report.stages)
+    if count <= MAX_STAGE_COLUMNS:
+        return list(range(count))
+    return sorted({0, 1, report.worst_stage, count - 2, count - 1})
+
+
+def _render(report: MemoryReport) -> None:
+    cfg, per_param = report.config, report.bytes_per_parameter
+    console.print(f"[bold]{report.model_name}[/bold]: {report.parameters / 1e9:.2f}B parameters; "
+                  f"gpus={cfg.world_size} tp={cfg.tp} pp={cfg.pp} dp={cfg.data_parallel} cp={cfg.cp} ep={cfg.ep} "
+                  f"vpp={cfg.vpp} zero={cfg.zero_stage} sp={'on' if cfg.sequence_parallel else 'off'} "
+                  f"recompute={cfg.recompute.value} schedule={cfg.resolved_schedule.value} "
+                  f"micro_batch={cfg.micro_batch} m={cfg.num_micro_batches} seq_len={cfg.seq_len} "
+                  f"dtype={cfg.dtype.value} flash={'on' if cfg.flash_attention else 'off'}")
+    s = report.sharding
+    console.print(f"model states ({report.options.recipe.value}): weights {per_param['weights']:g} B/param "
+                  f"/ {s['weights_divisor']:g}, gradients {per_param['gradients']:g} / {s['gradients_divisor']:g}, "
+                  f"optimizer {per_param['optimizer']:g} / {s['optimizer_divisor']:g} "
+                  f"(= {per_param['total']:g} B/param before sharding)")
+    columns = _stage_columns(report)
+    table = Table(title="memory per GPU (GiB = 2^30 B)")
+    table.add_column("line", no_wrap=True)
+    for index in columns:
+        marker = " (worst)" if index == report.worst_stage else ""
+        table.add_column(f"stage {index}{marker}", justify="right")
+    stages = [report.stages[i] for i in columns]
+    table.add_row("layers", *[str(st.layers) for st in stages])
+    table.add_row("in-flight micro-batches", *[f"{st.in_flight_micro_batches:g}" for st in stages])
+    for label, fields in SEGMENTS:
+        table.add_row(label, *[format_size(sum(getattr(st, f) for f in fields)) for st in stages])
+    table.add_row("[bold]total[/bold]", *[f"[bold]{format_size(st.total_bytes)}[/bold]" for st in stages])
+    console.print(table)
+    worst = report.worst
+    console.print(f"activations per layer (one micro-batch): {format_size(worst.activations_per_layer_bytes)}")
+    if report.gpu is None:
+        console.print(f"worst stage {report.worst_stage}: {format_size(report.total_bytes)} per GPU")
+        return
+    verdict = "[green]fits[/green]" if report.fits else "[red]does not fit[/red]"
+    console.print(f"worst stage {report.worst_stage}: {format_size(report.total_bytes)} of "
+                  f"{format_size(report.gpu.memory_bytes)} on {report.gpu.name} -> {verdict}")
+
+
+def plot_memory(report: MemoryReport, path: Path) -> None:
+    """Stacked bar per pipeline stage (GiB), with the GPU's memory as a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = report.stages
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(stages) + 4), 4.5))
+    bottom = [0.0] * len(stages)
+    x = [s.stage for s in stages]
+    for label, fields in SEGMENTS:
+        values = [sum(getattr(s, f) for f in fields) / 2**30 for s in stages]
+        ax.bar(x, values, bottom=bottom, label=label)
+        bottom = [b + v for b, v in zip(bottom, values)]
+    if report.gpu is not None:
+        ax.axhline(report.gpu.memory_bytes / 2**30, color="black", linestyle="--", label=f"{report.gpu.name} memory")
+    top = max(bottom + ([report.gpu.memory_bytes / 2**30] if report.gpu is not None else []))
+    ax.set_ylim(0, top * 1.45)
+    ax.set_xticks(x)
+    ax.set_xlabel("pipeline stage")
+    ax.set_ylabel("GiB per GPU")
+    ax.set_title(f"{report.model_name}: memory per GPU by stage")
+    ax.legend(fontsize=7, loc="upper center", ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``memory`` command."""
+
+    @app.command("memory")
+    @handle_errors
+    def memory(
+        model: Annotated[str, typer.Option(help="model preset or path to config.json / YAML")] = "llama3-8b",
+        gpu: Annotated[Optional[str], typer.Option(help="GPU preset (a100-80gb, h100-sxm, ...)")] = "h100-sxm",
+        gpus: Annotated[Optional[int], typer.Option(help="total GPUs (default tp·pp·cp·dp)")] = None,
+        tp: Annotated[int, typer.Option(help="tensor-parallel degree")] = 1,
+        pp: Annotated[int, typer.Option(help="pipeline-parallel degree")] = 1,
+        dp: Annotated[Optional[int], typer.Option(help="data-parallel degree (default gpus/(tp·pp·cp))")] = None,
+        cp: Annotated[int, typer.Option(help="context-parallel degree")] = 1,
+        ep: Annotated[int, typer.Option(help="expert-parallel degree")] = 1,
+        vpp: Annotated[int, typer.Option(help="interleaved chunks per pipeline stage")] = 1,
+        zero: Annotated[int, typer.Option(min=0, max=3, help="ZeRO stage 0-3 over dp·cp")] = 0,
+        distributed_optimizer: Annotated[bool, typer.Option(help="Megatron distributed optimizer (= ZeRO-1)")] = False,
+        sequence_parallel: Annotated[bool, typer.Option(help="Megatron sequence parallelism")] = False,
+        recompute: Annotated[Recompute, typer.Option(help="activation recomputation")] = Recompute.NONE,
+        micro_batch: Annotated[int, typer.Option(help="sequences per micro-batch")] = 1,
+        global_batch: Annotated[Optional[int], typer.Option(help="sequences per step (default micro·dp·2pp)")] = None,
+        seq_len: Annotated[int, typer.Option(help="sequence length (tokens)")] = 4096,
+        schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
+        dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
+        flash_attention: Annotated[bool, typer.Option(help="fused attention (no s×s scores stored)")] = True,
+        recipe: Annotated[
+            Recipe, typer.Option(help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16)")
+        ] = Recipe.MIXED,
+        comm_buffer: Annotated[str, typer.Option(help="NCCL buffers per GPU")] = "512MiB",
+        cuda_context: Annotated[str, typer.Option(help="CUDA context and workspaces per GPU")] = "512MiB",
+        allocator_reserve: Annotated[float, typer.Option(help="allocator fragmentation reserve (fraction)")] = 0.05,
+        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        plot: Annotated[Optional[Path], typer.Option(help="write a stacked bar chart per stage (PNG)")] = None,
+    ) -> None:
+        """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
+        spec = load_model(model)
+        device = load_gpu(gpu) if gpu else None
+        config = ParallelConfig(
+            gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
+            distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
+            micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
+            flash_attention=flash_attention,
+        )
+        options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_size(comm_buffer, allow_zero=True),
+                                cuda_context_bytes=parse_size(cuda_context, allow_zero=True),
+                                allocator_reserve_fraction=allocator_reserve)
+        report = memory_report(spec, config, device, options)
+        if plot is not None:
+            plot_memory(report, plot)
+        if json_output:
+            payload = report.to_dict()
+            if plot is not None:
+                payload["plot"] = str(plot)
+            emit_json(payload)
+            return
+        _render(report)
+        if plot is not None:
+            console.print(f"plot written to {plot}")

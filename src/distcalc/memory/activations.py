@@ -1,0 +1,140 @@
+"""Activation memory per transformer layer per micro-batch, the output layer, and in-flight micro-batches.
+
+Korthikanti et al. 2022 ("Reducing Activation Recomputation in Large Transformer Models",
+arXiv:2205.05198) §4, Table 2, 16-bit activations, s sequence, b micro-batch, h hidden, a heads, t TP:
+
+* no parallelism: ``s·b·h·(34 + 5·a·s/h)``; TP baseline: ``s·b·h·(10 + 24/t + 5·a·s/(h·t))``;
+  TP + SP: ``s·b·h/t·(34 + 5·a·s/h)``; TP + selective: ``s·b·h·(10 + 24/t)``;
+  TP + SP + selective: ``s·b·h·34/t``; full recomputation: ``2·s·b·h`` per layer.
+
+Those coefficients come from (per layer, bytes): attention ``11·sbh + 5·a·s²·b`` = LayerNorm input 2sbh,
+QKV input 2sbh, Q and K 4sbh, softmax output 2as²b, its dropout mask as²b, dropout output 2as²b, V 2sbh,
+output-projection input 2sbh, output dropout mask sbh; MLP ``19·sbh`` = LayerNorm input 2sbh, first linear
+input 2sbh, GeLU input 8sbh, second linear input 8sbh, dropout mask sbh. Without SP the LayerNorm, QKV/first
+linear inputs and dropout masks (10·sbh) are replicated on every TP rank; the rest is split by t.
+
+Generalisations used here (they reduce to Table 2 for GPT-3-style models):
+
+* **GQA / MLA**: Q is ``2·s·b·a·d_qk``, K ``2·s·b·g·d_qk``, V ``2·s·b·g·d_v``, context ``2·s·b·a·d_v``
+  (g KV heads; MLA is approximated as g = a heads with d_qk = nope + rope and d_v, its compressed latents ignored).
+* **MLP width f**: non-gated stores ``4·s·b·f`` (activation input and output); gated (SwiGLU) stores
+  ``6·s·b·f`` (gate and up outputs 4sbf, product 2sbf), as Megatron-core's ``bias_swiglu`` saves its input.
+* **MoE** layers: each of the k routed copies of a token stores the expert input 2h, the expert output 2h
+  (for the weighted combine) and the expert MLP ``(6 or 4)·f_e``, divided by t (expert TP = TP; tokens are
+  spread evenly over EP ranks, so each GPU sees k·s·b assignments); shared experts as a dense MLP of width
+  f_s; the router's fp32 probabilities ``4·s·b·E``.
+* **Dropout** masks (1 B/element) are stored only when the model's dropout probability is > 0 (Llama-style
+  models train without dropout).
+* **Flash attention** never stores the ``a·s²·b`` terms; it saves the fp32 softmax statistics ``4·a·s·b``.
+* **Selective recompute** drops the ``a·s²·b`` terms (recomputed in backward); **full recompute** keeps the
+  layer input ``2·s·b·h`` (split by t under SP, as Megatron checkpoints the SP-sharded hidden state). The
+  activations recomputed for one layer and one micro-batch are a separate *recompute workspace* line.
+* **Context parallelism** divides the sequence: every term uses s/cp tokens; scores use (s/cp)·s.
+
+Every function takes plain numbers or NumPy arrays (elementwise; flags as bools / 0-1 arrays).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distcalc.memory.dims import ModelDims
+from distcalc.parallel import (
+    RECOMPUTE_FULL,
+    RECOMPUTE_SELECTIVE,
+    SCHEDULE_GPIPE,
+    SCHEDULE_INTERLEAVED,
+    SCHEDULE_ZERO_BUBBLE,
+)
+
+FP32_BYTES = 4.0
+ACT_BYTES = 2.0  # 16-bit activations (Korthikanti et al. assume 2 bytes)
+MASK_BYTES = 1.0  # dropout masks
+
+
+def _as(x):
+    return np.asarray(x, dtype=float)
+
+
+def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash):
+    """(stored, recompute_workspace) bytes of one transformer layer for one micro-batch on one GPU.
+
+    ``moe`` selects the MoE or the dense MLP; ``recompute`` is the :class:`~distcalc.parallel.Recompute`
+    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays. See the module docstring."""
+    s, b, t = _as(seq_len), _as(micro_batch), _as(tp)
+    s_local = s / _as(cp)
+    tokens = s_local * b
+    t_rep = np.where(sequence_parallel, t, 1.0)  # divisor of the terms SP splits
+    h = dims.hidden
+    mask = MASK_BYTES if dims.hidden_dropout else 0.0
+    # attention block
+    replicated = tokens * h * (2 * ACT_BYTES + mask)  # norm input, QKV input, output dropout mask
+    split = tokens * ACT_BYTES * (dims.heads * dims.qk_head + dims.kv_heads * dims.qk_head
+                                  + dims.kv_heads * dims.v_head + dims.heads * dims.v_head)  # Q, K, V, context
+    scores = dims.heads * s_local * s * b * (ACT_BYTES + (MASK_BYTES + ACT_BYTES if dims.attention_dropout else 0.0))
+    softmax_stats = FP32_BYTES * dims.heads * tokens
+    core = np.where(flash, softmax_stats, scores)
+    # MLP block
+    replicated = replicated + tokens * h * (2 * ACT_BYTES + mask)  # norm input, first-linear input, dropout mask
+    per_width = (3.0 if dims.gated else 2.0) * ACT_BYTES  # 6 (gated) or 4 bytes per intermediate element
+    dense_mlp = tokens * per_width * dims.ffn
+    k = dims.experts_per_token
+    moe_mlp = tokens * (k * (2 * ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    router = FP32_BYTES * tokens * dims.experts
+    mlp_split = np.where(moe, moe_mlp, dense_mlp)
+    replicated = replicated + np.where(moe, router, 0.0)
+    full_layer = replicated / t_rep + (split + mlp_split + core) / t
+    selective = full_layer - np.where(flash, 0.0, scores) / t
+    checkpoint = ACT_BYTES * tokens * h / t_rep
+    code = np.asarray(recompute)
+    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective, full_layer))
+    return stored, full_layer - stored
+
+
+def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):
+    """(hidden, logits, loss_workspace) bytes of the output layer for one micro-batch on the last stage:
+    final-norm and LM-head inputs ``4·s·b·h`` (split by t under SP), 16-bit logits ``2·s·b·V/t`` and the
+    fp32 softmax the vocab-parallel cross-entropy saves for backward ``4·s·b·V/t`` (Korthikanti et al. §4.3:
+    ``4·s·b·h/t·(1 + V/h)``)."""
+    tokens = _as(seq_len) / _as(cp) * _as(micro_batch)
+    t = _as(tp)
+    hidden = 2 * ACT_BYTES * tokens * dims.hidden / np.where(sequence_parallel, t, 1.0)
+    return hidden, ACT_BYTES * tokens * dims.vocab / t, FP32_BYTES * tokens * dims.vocab / t
+
+
+def embedding_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):
+    """Embedding-dropout mask ``s·b·h`` (1 B, split by t under SP) for one micro-batch on the first stage;
+    0 when the model has no embedding dropout."""
+    if not dims.embedding_dropout:
+        return np.zeros_like(_as(seq_len) * _as(micro_batch) * _as(tp))
+    tokens = _as(seq_len) / _as(cp) * _as(micro_batch)
+    return MASK_BYTES * tokens * dims.hidden / np.where(sequence_parallel, _as(tp), 1.0)
+
+
+def in_flight_micro_batches(schedule, pp, stage, vpp, num_micro_batches):
+    """Forward passes whose activations stage ``stage`` (0-based) holds at its peak, counted in
+    (micro-batch × model chunk) units; each unit holds the activations of L/(pp·vpp) layers.
+
+    * GPipe (Huang et al. 2019): all m micro-batches (× vpp chunks).
+    * 1F1B (Narayanan et al. 2021 §2.2.1; Megatron ``forward_backward_pipelining_without_interleaving``):
+      ``min(pp − stage, m)`` (warm-up pp − stage − 1 forwards, plus the one in steady state).
+    * Interleaved (Megatron ``forward_backward_pipelining_with_interleaving``): warm-up
+      ``2·(pp − stage − 1) + (vpp − 1)·pp`` chunk-forwards plus one, capped at m·vpp. On stage 0 this is
+      ``L·(1 + (pp − 1)/(pp·vpp))`` layers' worth — Korthikanti et al. §4.2.3's interleaving factor.
+    * Zero-bubble ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, §3.1): peak memory
+      ``pp·M_B`` on every stage (the same bound as 1F1B's first stage); we use ``min(pp, m)`` on every
+      stage — an upper bound for stages > 0, whose deferred weight-gradient passes hold part of M_B.
+    """
+    code = np.asarray(schedule)
+    p, i, v, m = (np.asarray(x, dtype=float) for x in (pp, stage, vpp, num_micro_batches))
+    one_f_one_b = np.minimum(p - i, m)
+    interleaved = np.minimum(2 * (p - i - 1) + (v - 1) * p + 1, m * v)
+    return np.where(code == SCHEDULE_GPIPE, m * v,
+                    np.where(code == SCHEDULE_INTERLEAVED, interleaved,
+                             np.where(code == SCHEDULE_ZERO_BUBBLE, np.minimum(p, m), one_f_one_b)))
+
+
+def output_in_flight(schedule, num_micro_batches):
+    """Micro-batches whose logits the last stage holds: all m under GPipe (all forwards before any backward),
+    else 1 (the last stage runs each micro-batch's backward right after its forward)."""
+    return np.where(np.asarray(schedule) == SCHEDULE_GPIPE, np.asarray(num_micro_batches, dtype=float), 1.0)

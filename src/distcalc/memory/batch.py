@@ -1,0 +1,118 @@
+"""Vectorised memory model: the worst pipeline stage of many configurations at once (for ``search``).
+
+:func:`memory_batch` evaluates :func:`~distcalc.memory.stage.config_terms` and
+:func:`~distcalc.memory.stage.stage_lines` — the functions :func:`~distcalc.memory.memory_report` uses —
+on NumPy arrays of configurations, and keeps per configuration the stage with the largest total.
+
+Candidate stages (exact, not a heuristic): two stages holding the same number of MoE layers (hence the
+same transformer-layer parameters and per-layer activations), neither of them the first or the last
+stage, differ only in their in-flight micro-batches, which never increase with the stage index under any
+schedule (:func:`~distcalc.memory.activations.in_flight_micro_batches`). So the worst stage is the first
+stage, the last stage, or the lowest-index middle stage of each distinct MoE-layer count. For a model whose
+layers are all alike that is {0, pp−1}; for DeepSeek-V3 (three dense layers first) a few more.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from distcalc.memory.dims import ModelDims, model_dims
+from distcalc.memory.options import MemoryOptions
+from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines, stage_moe_layers
+from distcalc.memory.states import bytes_per_parameter
+from distcalc.model import ModelSpec
+from distcalc.parallel import Precision
+
+
+def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=False, recompute=0,
+                   micro_batch=1, num_micro_batches=None, global_batch=None, seq_len=4096, schedule=1,
+                   flash=True, fp8=False, options: MemoryOptions | None = None) -> dict[str, object]:
+    """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from plain numbers or arrays.
+
+    ``recompute`` and ``schedule`` are the integer codes of :class:`~distcalc.parallel.Recompute` /
+    :class:`~distcalc.parallel.Schedule`; ``zero`` the effective ZeRO stage (distributed optimizer = 1);
+    give ``num_micro_batches`` or ``global_batch`` (m = global_batch / (micro_batch·dp)); ``fp8`` adds the
+    fp8 weight cache to the weight bytes."""
+    options = options or MemoryOptions()
+    if num_micro_batches is None:
+        if global_batch is None:
+            raise ValueError("give num_micro_batches or global_batch")
+        num_micro_batches = np.asarray(global_batch) // (np.asarray(micro_batch) * np.asarray(dp))
+    per_param = bytes_per_parameter(options.recipe, Precision.BF16)
+    fp8_extra = bytes_per_parameter(options.recipe, Precision.FP8)["weights"] - per_param["weights"]
+    return dict(
+        tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero, sequence_parallel=sequence_parallel,
+        recompute=recompute, micro_batch=micro_batch, num_micro_batches=num_micro_batches, seq_len=seq_len,
+        schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.where(fp8, fp8_extra, 0.0),
+        gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
+    )
+
+
+@lru_cache(maxsize=4096)
+def _candidate_stages(dims: ModelDims, pp: int, vpp: int) -> tuple[int, ...]:
+    """Stages that can be the worst for this (pp, vpp) (see module docstring), ascending."""
+    if dims.uniform or pp <= 2:
+        return tuple(sorted({0, pp - 1}))
+    counts = stage_moe_layers(dims, np.arange(pp), pp, vpp)
+    firsts: dict[int, int] = {}
+    for stage in range(1, pp - 1):
+        firsts.setdefault(int(counts[stage]), stage)
+    return tuple(sorted({0, pp - 1, *firsts.values()}))
+
+
+def _candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray) -> list[np.ndarray]:
+    """Arrays of candidate stage indices, one array per rank (padded with the last candidate)."""
+    if dims.uniform:
+        return [np.zeros(pp.shape, dtype=np.int64), pp - 1]
+    pairs = np.stack([pp.ravel(), vpp.ravel()], axis=1)
+    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
+    lists = [_candidate_stages(dims, int(p), int(v)) for p, v in unique]
+    width = max(len(c) for c in lists)
+    table = np.array([list(c) + [c[-1]] * (width - len(c)) for c in lists], dtype=np.int64)
+    chosen = table[inverse.ravel()]
+    return [chosen[:, k].reshape(pp.shape) for k in range(width)]
+
+
+def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.ndarray]:
+    dims = model_dims(spec)
+    inputs = formula_inputs(**config)
+    arrays = [np.asarray(v) for k, v in inputs.items() if k != "options"]
+    shape = np.broadcast(*arrays).shape
+    pp = np.broadcast_to(np.asarray(inputs["pp"], dtype=np.int64), shape)
+    vpp = np.broadcast_to(np.asarray(inputs["vpp"], dtype=np.int64), shape)
+    terms = config_terms(dims, **inputs)
+    best: dict[str, np.ndarray] = {}
+    for stage in _candidates(dims, pp, vpp):
+        lines = stage_lines(dims, terms, stage)
+        total = np.broadcast_to(lines["total_bytes"], shape)
+        if not best:
+            best = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in lines.items()} if keep_lines \
+                else {"total_bytes": np.array(total, dtype=float)}
+            best["worst_stage"] = np.array(stage, dtype=np.int64)
+            continue
+        better = total > best["total_bytes"]
+        if keep_lines:
+            for key in STAGE_KEYS:
+                best[key] = np.where(better, lines[key], best[key])
+        else:
+            best["total_bytes"] = np.where(better, total, best["total_bytes"])
+        best["worst_stage"] = np.where(better, stage, best["worst_stage"])
+    return best
+
+
+def memory_batch(spec: ModelSpec, **config) -> dict[str, np.ndarray]:
+    """Worst-stage memory lines (keys of :data:`STAGE_KEYS` plus ``worst_stage``) for arrays of
+    configurations; arguments as :func:`formula_inputs` (scalars broadcast). Configurations are assumed
+    valid (see :func:`distcalc.parallel.validate_for_model`)."""
+    return _evaluate(spec, config, keep_lines=True)
+
+
+def memory_worst_stage_bytes_batch(spec: ModelSpec, **config) -> np.ndarray:
+    """Total bytes per GPU of the worst pipeline stage for arrays of configurations (faster than
+    :func:`memory_batch`: only totals are kept)."""
+    return _evaluate(spec, config, keep_lines=False)["total_bytes"]
+
+
+__all__ = ["STAGE_KEYS", "formula_inputs", "memory_batch", "memory_worst_stage_bytes_batch"]

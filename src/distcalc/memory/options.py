@@ -1,0 +1,36 @@
+"""User-settable memory-model options, with their defaults stated."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.memory.states import Recipe
+
+MIB = 2**20
+
+
+class MemoryOptions(BaseModel):
+    """Options of the memory model beyond the parallel configuration.
+
+    Defaults and why:
+
+    * ``recipe`` ``mixed``: 2 + 4 + 4 + 8 = 18 bytes per parameter (Megatron-LM default, Korthikanti et al.).
+    * ``comm_buffer_bytes`` 512 MiB per GPU: NCCL communicator buffers. NCCL allocates ``NCCL_BUFFSIZE``
+      (default 4 MiB) per channel per peer connection (NCCL docs, Environment Variables); a GPU in TP, DP and
+      PP communicators with up to 32 channels on NVLink holds a few hundred MiB. Stated assumption, not measured.
+    * ``cuda_context_bytes`` 512 MiB per GPU: CUDA context, cuBLAS/cuDNN workspaces and kernels loaded
+      (outside PyTorch's allocator; a few hundred MiB on A100/H100 with lazy loading). Stated assumption.
+    * ``allocator_reserve_fraction`` 0.05: memory the PyTorch caching allocator reserves but cannot hand
+      out (fragmentation; ``torch.cuda.memory_reserved()`` − ``memory_allocated()``), as a fraction of
+      everything else. Stated assumption.
+    * ``zero3_prefetch_layers`` 1: under ZeRO-3 the weights of this many layers are all-gathered in full
+      (16-bit) at a time, on top of the shards.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recipe: Recipe = Field(Recipe.MIXED, description="precision recipe for model states")
+    comm_buffer_bytes: int = Field(512 * MIB, ge=0, description="NCCL communication buffers per GPU, bytes")
+    cuda_context_bytes: int = Field(512 * MIB, ge=0, description="CUDA context and library workspaces, bytes")
+    allocator_reserve_fraction: float = Field(0.05, ge=0, lt=1, description="allocator fragmentation reserve")
+    zero3_prefetch_layers: int = Field(1, ge=0, description="layers all-gathered at once under ZeRO-3")

@@ -1,0 +1,146 @@
+"""The per-GPU memory report: every pipeline stage, the worst one as the headline, and ``fits``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.hardware import GpuSpec, load_gpu
+from distcalc.memory.batch import formula_inputs
+from distcalc.memory.dims import model_dims
+from distcalc.memory.options import MemoryOptions
+from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines
+from distcalc.memory.states import bytes_per_parameter, zero_divisors
+from distcalc.model import ModelSpec, load_model
+from distcalc.parallel import ParallelConfig, Precision, validate_for_model
+
+HEADLINE_KEYS = ("total_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
+                 "activations_per_layer_bytes")
+
+
+class StageMemory(BaseModel):
+    """Memory lines of one pipeline stage on one GPU (bytes unless named otherwise)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: int
+    layers: int = Field(description="transformer layers on this stage")
+    moe_layers: int = Field(description="MoE layers among them")
+    parameters: int = Field(description="parameters this GPU holds before ZeRO sharding")
+    layer_parameters: int = Field(description="of which in transformer layers (no embedding / LM head)")
+    weights_bytes: float
+    gradients_bytes: float
+    optimizer_bytes: float = Field(description="fp32 master weights + Adam moments")
+    model_states_bytes: float
+    layer_model_states_bytes: float = Field(description="model states of the transformer layers only")
+    in_flight_micro_batches: float = Field(description="(micro-batch × chunk) forward passes held at peak")
+    activations_per_layer_bytes: float = Field(description="stored activations of one layer, one micro-batch")
+    layer_activations_bytes: float = Field(description="stored activations of all layers × in-flight")
+    recompute_workspace_bytes: float = Field(description="one layer's recomputed activations in backward")
+    embedding_activations_bytes: float
+    output_activations_bytes: float = Field(description="final norm / LM-head inputs and 16-bit logits")
+    loss_workspace_bytes: float = Field(description="fp32 softmax of the cross-entropy")
+    activations_bytes: float
+    communication_buffers_bytes: float
+    cuda_context_bytes: float
+    allocator_reserve_bytes: float
+    total_bytes: float
+
+
+class MemoryReport(BaseModel):
+    """Per-GPU memory of every pipeline stage; the worst stage is the headline."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model_name: str
+    parameters: int
+    config: ParallelConfig
+    options: MemoryOptions
+    gpu: GpuSpec | None
+    bytes_per_parameter: dict[str, float] = Field(description="before sharding: weights, gradients, optimizer")
+    sharding: dict[str, float] = Field(description="ZeRO group sizes and the divisor of each state")
+    stages: list[StageMemory]
+    worst_stage: int
+
+    @property
+    def worst(self) -> StageMemory:
+        """The stage with the largest total."""
+        return self.stages[self.worst_stage]
+
+    @property
+    def total_bytes(self) -> float:
+        """Headline: the worst stage's total bytes per GPU."""
+        return self.worst.total_bytes
+
+    @property
+    def fits(self) -> bool | None:
+        """Worst stage ≤ GPU memory (None without a GPU)."""
+        return None if self.gpu is None else self.total_bytes <= self.gpu.memory_bytes
+
+    def memory_dict(self) -> dict[str, Any]:
+        """The ``memory`` object of the CLI/JSON contract: headline lines of the worst stage, the other
+        worst-stage lines, ``worst_stage``, ``bytes_per_parameter``, ``sharding``, and every stage."""
+        worst = self.worst.model_dump()
+        out: dict[str, Any] = {k: worst[k] for k in HEADLINE_KEYS}
+        out.update({k: v for k, v in worst.items() if k not in out and k != "stage"})
+        out["worst_stage"] = self.worst_stage
+        out["gpu_memory_bytes"] = self.gpu.memory_bytes if self.gpu else None
+        out["headroom_bytes"] = (self.gpu.memory_bytes - self.total_bytes) if self.gpu else None
+        out["bytes_per_parameter"] = self.bytes_per_parameter
+        out["sharding"] = self.sharding
+        out["stages"] = [s.model_dump() for s in self.stages]
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON payload: ``model`` {name, parameters}, ``gpu``, ``config``, ``memory``, ``fits``."""
+        return {
+            "model": {"name": self.model_name, "parameters": self.parameters},
+            "gpu": None if self.gpu is None else {"name": self.gpu.name, "memory_bytes": self.gpu.memory_bytes},
+            "config": self.config.model_dump(mode="json"),
+            "options": self.options.model_dump(mode="json"),
+            "memory": self.memory_dict(),
+            "fits": self.fits,
+        }
+
+
+def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dict[str, object]:
+    """:func:`formula_inputs` of one :class:`ParallelConfig`."""
+    return formula_inputs(
+        tp=config.tp, pp=config.pp, dp=config.data_parallel, cp=config.cp, ep=config.ep, vpp=config.vpp,
+        zero=config.zero_stage, sequence_parallel=config.sequence_parallel, recompute=config.recompute.code,
+        micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
+        schedule=config.resolved_schedule.code, flash=config.flash_attention, fp8=config.dtype == Precision.FP8,
+        options=options,
+    )
+
+
+def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | str | None = None,
+                  options: MemoryOptions | None = None) -> MemoryReport:
+    """Per-GPU memory of every pipeline stage of ``spec`` trained with ``config``.
+
+    Validates ``config`` against the model (:func:`~distcalc.parallel.validate_for_model`), evaluates
+    :func:`~distcalc.memory.stage.stage_lines` for each stage and takes the largest total as the headline.
+    ``spec`` / ``gpu`` may be preset names."""
+    spec = load_model(spec) if isinstance(spec, str) else spec
+    gpu = load_gpu(gpu) if isinstance(gpu, str) else gpu
+    options = options or MemoryOptions()
+    validate_for_model(config, spec)
+    dims = model_dims(spec)
+    terms = config_terms(dims, **config_formula_inputs(config, options))
+    stages = []
+    for index in range(config.pp):
+        lines = stage_lines(dims, terms, index)
+        values = {k: float(np.asarray(lines[k])) for k in STAGE_KEYS}
+        for key in ("layers", "moe_layers", "parameters", "layer_parameters"):
+            values[key] = int(round(values[key]))
+        stages.append(StageMemory(stage=index, **values))
+    worst = int(np.argmax([s.total_bytes for s in stages]))
+    per_param = bytes_per_parameter(options.recipe, config.dtype)
+    shard = config.data_parallel * config.cp
+    dw, dg, do = (float(x) for x in zero_divisors(config.zero_stage, shard))
+    sharding = {"zero_stage": config.zero_stage, "dp_cp_group": shard, "expert_dp_group": shard / config.ep,
+                "weights_divisor": dw, "gradients_divisor": dg, "optimizer_divisor": do}
+    return MemoryReport(model_name=spec.name, parameters=spec.parameters, config=config, options=options, gpu=gpu,
+                        bytes_per_parameter=per_param, sharding=sharding, stages=stages, worst_stage=worst)

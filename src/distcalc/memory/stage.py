@@ -1,0 +1,152 @@
+"""Memory of one pipeline stage on one GPU, as plain-number formulas (elementwise on NumPy arrays).
+
+:func:`config_terms` (stage-independent terms) and :func:`stage_lines` (one stage) are the single
+implementation used by both :func:`distcalc.memory.memory_report` (one configuration, every stage) and
+:func:`distcalc.memory.memory_batch` (arrays of configurations). Model states follow
+:func:`distcalc.memory.states.model_state_bytes` (parameters × bytes per parameter / ZeRO divisor).
+
+Layout (Megatron-LM): stage i holds model chunks i, i + pp, …, i + (vpp−1)·pp of L/(pp·vpp) layers each;
+the token embedding (and learned positions) sit on stage 0, the final norm and LM head on stage pp−1; with
+tied embeddings and pp > 1 the last stage keeps its own copy of the embedding matrix for the LM head
+(Megatron ``shared_embedding_or_output_weight``; gradients all-reduced over the embedding group). Layer
+weights split over TP except norms, row-parallel biases and the router (replicated); routed experts split
+over EP × TP. Position embeddings are replicated over TP.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distcalc.memory.activations import (
+    embedding_activation_bytes,
+    in_flight_micro_batches,
+    layer_activation_bytes,
+    output_activation_bytes,
+    output_in_flight,
+)
+from distcalc.memory.dims import ModelDims
+from distcalc.memory.options import MemoryOptions
+from distcalc.memory.states import sharded_state_bytes, zero_divisors
+
+STAGE_KEYS = (
+    "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
+    "optimizer_bytes", "model_states_bytes", "layer_model_states_bytes", "in_flight_micro_batches",
+    "activations_per_layer_bytes", "layer_activations_bytes", "recompute_workspace_bytes",
+    "embedding_activations_bytes", "output_activations_bytes", "loss_workspace_bytes", "activations_bytes",
+    "communication_buffers_bytes", "cuda_context_bytes", "allocator_reserve_bytes", "total_bytes",
+)
+
+
+def stage_moe_layers(dims: ModelDims, stage, pp, vpp):
+    """MoE layers held by ``stage`` (sum over its vpp chunks of L/(pp·vpp) layers)."""
+    stage, pp, vpp = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp))
+    total = np.zeros(np.broadcast(stage, pp, vpp).shape, dtype=np.int64)
+    if dims.moe_cumulative[-1] == 0:
+        return total
+    chunk_layers = dims.layers // (pp * vpp)
+    for j in range(int(np.max(vpp))):
+        valid = j < vpp
+        start = np.where(valid, (stage + j * pp) * chunk_layers, 0)
+        stop = np.where(valid, start + chunk_layers, 0)
+        total = total + dims.moe_layers_between(start, stop)
+    return total
+
+
+def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
+                 num_micro_batches, seq_len, schedule, flash, weight_bytes, gradient_bytes, optimizer_bytes,
+                 options: MemoryOptions) -> dict[str, object]:
+    """The stage-independent terms of a configuration: per-layer parameters and activations, output and
+    embedding activations of one micro-batch, ZeRO divisors. Input of :func:`stage_lines`."""
+    f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
+    tp_f, ep_f = f(tp), f(ep)
+    shard = f(dp) * f(cp)
+    expert_shard = shard / ep_f
+    has_moe = dims.moe_cumulative[-1] > 0
+    act = dict(seq_len=seq_len, micro_batch=micro_batch, tp=tp, cp=cp, sequence_parallel=sequence_parallel)
+    stored_dense, work_dense = layer_activation_bytes(dims, False, recompute=recompute, flash=flash, **act)
+    stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash, **act)
+                            if has_moe else (0.0, 0.0))
+    hidden_out, logits, loss = output_activation_bytes(dims, **act)
+    per_param = weight_bytes, gradient_bytes, optimizer_bytes
+    z3 = np.asarray(zero) >= 3
+    return dict(
+        tp=tp_f, pp=f(pp), vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=f(num_micro_batches),
+        dense_layer=dims.dense_sharded / tp_f + dims.dense_replicated,
+        moe_layer=dims.moe_sharded / tp_f + dims.moe_replicated,
+        expert_layer=dims.moe_experts / (ep_f * tp_f),
+        per_param=per_param, weight_bytes=weight_bytes,
+        divisors=zero_divisors(zero, shard), expert_divisors=zero_divisors(zero, expert_shard),
+        stored_dense=stored_dense, work_dense=work_dense, stored_moe=stored_moe, work_moe=work_moe,
+        embedding_act=embedding_activation_bytes(dims, **act), output_act=hidden_out + logits, loss=loss,
+        gather_dense=np.where(z3 & (shard > 1), 1.0, 0.0), gather_expert=np.where(z3 & (expert_shard > 1), 1.0, 0.0),
+        options=options,
+    )
+
+
+def stage_lines(dims: ModelDims, terms: dict[str, object], stage) -> dict[str, np.ndarray]:
+    """Every memory line (bytes, per GPU) of pipeline stage ``stage``; keys :data:`STAGE_KEYS`.
+
+    Model states: per :func:`~distcalc.memory.states.model_state_bytes` with ZeRO over d = dp·cp
+    (experts over d/ep). Activations: in-flight units (:func:`in_flight_micro_batches`) / vpp × the stage's
+    per-layer activations (:func:`layer_activation_bytes`), + one layer's recompute workspace, + embedding
+    dropout mask (stage 0), + output layer, logits and fp32 loss workspace (stage pp−1). Buffers: NCCL
+    buffers, ZeRO-3 gathered layer(s), CUDA context, allocator reserve (:class:`MemoryOptions`)."""
+    t = terms
+    options: MemoryOptions = t["options"]  # type: ignore[assignment]
+    stage_f = np.asarray(stage, dtype=float)
+    tp_f, pp_f, vpp_f, m = t["tp"], t["pp"], t["vpp"], t["m"]
+    first, last = stage_f == 0, stage_f == pp_f - 1
+    layers = dims.layers / pp_f
+    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"]), dtype=float)
+    n_dense = layers - n_moe
+
+    # ---- parameters held by this GPU, and their states
+    layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
+    expert_params = n_moe * t["expert_layer"]
+    lm_head = dims.embedding if dims.tied else dims.lm_head
+    lm_head = np.where(dims.tied & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
+    edge_params = (np.where(first, dims.embedding / tp_f + dims.position_embedding, 0.0)
+                   + np.where(last, lm_head / tp_f + dims.final_norm, 0.0))
+    w_l, g_l, o_l = sharded_state_bytes(layer_params, t["per_param"], t["divisors"])
+    w_n, g_n, o_n = sharded_state_bytes(edge_params, t["per_param"], t["divisors"])
+    w_e, g_e, o_e = sharded_state_bytes(expert_params, t["per_param"], t["expert_divisors"])
+    weights, gradients, optimizer = w_l + w_n + w_e, g_l + g_n + g_e, o_l + o_n + o_e
+    layer_states = w_l + g_l + o_l + w_e + g_e + o_e
+
+    # ---- activations
+    units = in_flight_micro_batches(t["schedule"], pp_f, stage_f, vpp_f, m)
+    stage_layer_acts = n_dense * t["stored_dense"] + n_moe * t["stored_moe"]
+    per_layer = stage_layer_acts / layers
+    layer_acts = units / vpp_f * stage_layer_acts
+    workspace = np.maximum(np.where(n_dense > 0, t["work_dense"], 0.0), np.where(n_moe > 0, t["work_moe"], 0.0))
+    embed_acts = np.where(first, np.minimum(units, m), 0.0) * t["embedding_act"]
+    out_count = np.where(last, output_in_flight(t["schedule"], m), 0.0)
+    output_acts = out_count * t["output_act"]
+    loss_ws = out_count * t["loss"]
+    activations = layer_acts + workspace + embed_acts + output_acts + loss_ws
+
+    # ---- buffers and reserve
+    biggest_layer = np.maximum(
+        np.where(n_dense > 0, t["dense_layer"] * t["gather_dense"], 0.0),
+        np.where(n_moe > 0, t["moe_layer"] * t["gather_dense"] + t["expert_layer"] * t["gather_expert"], 0.0))
+    comm = options.comm_buffer_bytes + options.zero3_prefetch_layers * biggest_layer * t["weight_bytes"]
+    context = np.full_like(comm, float(options.cuda_context_bytes))
+    subtotal = weights + gradients + optimizer + activations + comm + context
+    reserve = options.allocator_reserve_fraction * subtotal
+    return {
+        "layers": layers, "moe_layers": n_moe,
+        "parameters": layer_params + expert_params + edge_params, "layer_parameters": layer_params + expert_params,
+        "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer,
+        "model_states_bytes": weights + gradients + optimizer, "layer_model_states_bytes": layer_states,
+        "in_flight_micro_batches": units, "activations_per_layer_bytes": per_layer,
+        "layer_activations_bytes": layer_acts, "recompute_workspace_bytes": workspace,
+        "embedding_activations_bytes": embed_acts, "output_activations_bytes": output_acts,
+        "loss_workspace_bytes": loss_ws, "activations_bytes": activations,
+        "communication_buffers_bytes": comm, "cuda_context_bytes": context,
+        "allocator_reserve_bytes": reserve, "total_bytes": subtotal + reserve,
+    }
+
+
+def stage_memory(dims: ModelDims, stage, **inputs) -> dict[str, np.ndarray]:
+    """:func:`stage_lines` of ``stage`` for the configuration ``inputs`` (keywords of :func:`config_terms`)."""
+    return stage_lines(dims, config_terms(dims, **inputs), stage)

@@ -1,0 +1,18 @@
+"""Model specifications (Hugging Face field names), presets and parameter counts."""
+
+from __future__ import annotations
+
+from distcalc.model.loader import list_models, load_model
+from distcalc.model.params import LayerParameters, layer_parameters, parameter_breakdown
+from distcalc.model.spec import ModelSpec, NormType, PositionEmbedding
+
+__all__ = [
+    "LayerParameters",
+    "ModelSpec",
+    "NormType",
+    "PositionEmbedding",
+    "layer_parameters",
+    "list_models",
+    "load_model",
+    "parameter_breakdown",
+]

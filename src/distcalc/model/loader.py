@@ -1,0 +1,75 @@
+"""Load a :class:`ModelSpec` from a preset name, a Hugging Face ``config.json`` or a YAML/JSON spec file."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from distcalc.errors import ConfigError
+from distcalc.model.hf import spec_from_hf_config
+from distcalc.model.spec import ModelSpec
+
+# Fields only distcalc's own spec files carry; a Hugging Face config.json never has them.
+_SPEC_ONLY_FIELDS = frozenset({"norm_type", "gated_mlp", "position_embedding", "attention_qkv_bias"})
+
+
+def _preset_root() -> Any:
+    return resources.files("distcalc") / "presets" / "models"
+
+
+@lru_cache(maxsize=None)
+def list_models() -> tuple[str, ...]:
+    """Names of the shipped model presets (lowercase, hyphenated), sorted."""
+    return tuple(sorted(p.name[: -len(".yaml")] for p in _preset_root().iterdir() if p.name.endswith(".yaml")))
+
+
+@lru_cache(maxsize=None)
+def _load_preset(name: str) -> ModelSpec:
+    data = yaml.safe_load((_preset_root() / f"{name}.yaml").read_text(encoding="utf-8"))
+    data.setdefault("name", name)
+    return ModelSpec(**data)
+
+
+def _is_hf_config(data: dict[str, Any]) -> bool:
+    """A Hugging Face config.json: names a model_type (or uses GPT-2's n_embd) and no distcalc-only field."""
+    return ("model_type" in data or "n_embd" in data) and not _SPEC_ONLY_FIELDS & data.keys()
+
+
+def _load_file(path: Path) -> ModelSpec:
+    try:
+        text = path.read_text(encoding="utf-8")
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (OSError, ValueError, yaml.YAMLError) as error:
+        raise ConfigError(f"cannot read model file {str(path)!r}: {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields")
+    name = path.parent.name if path.stem == "config" else path.stem
+    if _is_hf_config(data):
+        return spec_from_hf_config(data, name)
+    data.setdefault("name", name)
+    return ModelSpec(**data)
+
+
+def load_model(name_or_path: str | Path) -> ModelSpec:
+    """A model spec from a preset name (e.g. ``llama3-70b``), a ``config.json`` (or a directory holding
+    one), or a YAML/JSON file of :class:`ModelSpec` fields.
+
+    Raises :class:`ConfigError` naming the valid presets when the name is neither a file nor a preset."""
+    text = str(name_or_path)
+    path = Path(text).expanduser()
+    if path.is_dir() and (path / "config.json").is_file():
+        path = path / "config.json"
+    if path.is_file():
+        return _load_file(path)
+    key = text.strip().lower().replace("_", "-")
+    if key in list_models():
+        return _load_preset(key)
+    raise ConfigError(
+        f"unknown model {text!r}: not a file and not a preset; presets: {', '.join(list_models())} "
+        "(or give a Hugging Face config.json / YAML path)"
+    )

@@ -1,0 +1,231 @@
+"""The parallel training configuration: degrees, ZeRO, recomputation, schedule, batch and precision.
+
+Degrees follow Megatron-LM: ``gpus = tp · pp · cp · dp``; expert parallelism (EP) is carved out of the
+data-parallel × context-parallel ranks (``ep`` divides ``dp·cp``; experts keep TP = tp). ``vpp`` is the
+number of interleaved model chunks per pipeline stage (Narayanan et al. 2021 §2.2). Validation messages
+name every factor, torchtitan style: ``tp(8) * pp(4) * cp(1) * dp(3) = 96 != gpus(64)``.
+
+The enums carry integer ``code``s so that the vectorised formulas (memory, pipeline, search) can take
+NumPy arrays of configurations.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.errors import ConfigError
+
+if TYPE_CHECKING:
+    from distcalc.model import ModelSpec
+
+
+class Recompute(str, Enum):
+    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer)."""
+
+    NONE = "none"
+    SELECTIVE = "selective"
+    FULL = "full"
+
+    @property
+    def code(self) -> int:
+        """Integer code for vectorised formulas: none 0, selective 1, full 2."""
+        return _RECOMPUTE_CODES[self]
+
+
+class Schedule(str, Enum):
+    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1)."""
+
+    GPIPE = "gpipe"
+    ONE_F_ONE_B = "1f1b"
+    INTERLEAVED = "interleaved"
+    ZERO_BUBBLE = "zero-bubble"
+
+    @property
+    def code(self) -> int:
+        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3."""
+        return _SCHEDULE_CODES[self]
+
+
+class Precision(str, Enum):
+    """Compute dtype of the GEMMs (parameters are kept in 16 bit; fp8 keeps bf16 weights + fp8 casts)."""
+
+    BF16 = "bf16"
+    FP16 = "fp16"
+    FP8 = "fp8"
+
+
+RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
+SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
+_RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
+_SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3}
+
+
+class ParallelConfig(BaseModel):
+    """A data/tensor/pipeline/context/expert-parallel training configuration (validated on creation).
+
+    Defaults: degrees 1; ``dp`` = gpus / (tp·pp·cp); ``gpus`` = tp·pp·cp·dp; ``schedule`` = interleaved
+    when vpp > 1 else 1f1b; ``global_batch`` = micro_batch · dp · m with m = 2·pp micro-batches per DP rank
+    (1 without pipelining) — the fewest that keep every 1F1B and interleaved stage at its peak memory.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+    gpus: int | None = Field(None, gt=0, description="total GPUs (default tp·pp·cp·dp)")
+    tp: int = Field(1, gt=0, description="tensor-parallel degree")
+    pp: int = Field(1, gt=0, description="pipeline-parallel degree (stages)")
+    dp: int | None = Field(None, gt=0, description="data-parallel degree (default gpus/(tp·pp·cp))")
+    cp: int = Field(1, gt=0, description="context-parallel degree (sequence split for attention)")
+    ep: int = Field(1, gt=0, description="expert-parallel degree (divides dp·cp)")
+    vpp: int = Field(1, gt=0, description="interleaved model chunks per pipeline stage")
+    zero: int = Field(0, ge=0, le=3,
+                      description="ZeRO stage over the dp·cp group: 0, 1 (optimizer), 2 (+grads), 3 (+params)")
+    distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (= ZeRO-1 sharding)")
+    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism in the TP group")
+    recompute: Recompute = Field(Recompute.NONE, description="activation recomputation")
+    micro_batch: int = Field(1, gt=0, description="sequences per micro-batch (b)")
+    global_batch: int | None = Field(None, gt=0, description="sequences per optimizer step")
+    seq_len: int = Field(4096, gt=0, description="tokens per sequence (s)")
+    schedule: Schedule | None = Field(None, description="pipeline schedule")
+    dtype: Precision = Field(Precision.BF16, description="compute dtype")
+    flash_attention: bool = Field(True, description="fused attention that never stores the s×s scores")
+
+    def __init__(self, **data: object) -> None:
+        # Cross-field checks run outside pydantic validators so that they raise ConfigError itself (pydantic
+        # would wrap a ValueError raised inside a validator into a ValidationError).
+        super().__init__(**self._resolve(data))
+        self._check()
+
+    @staticmethod
+    def _resolve(data: dict[str, object]) -> dict[str, object]:
+        data = {k: v for k, v in data.items() if v is not None}
+        tp, pp, cp = (int(data.get(k, 1)) for k in ("tp", "pp", "cp"))
+        for key in ("tp", "pp", "cp", "vpp", "ep", "micro_batch"):
+            if key in data and int(data[key]) < 1:
+                raise ConfigError(f"{key}({data[key]}) must be >= 1")
+        model_parallel = tp * pp * cp
+        if "dp" not in data:
+            gpus = int(data.get("gpus", model_parallel))
+            if gpus % model_parallel:
+                raise ConfigError(
+                    f"gpus({gpus}) is not divisible by tp({tp}) * pp({pp}) * cp({cp}) = {model_parallel}"
+                )
+            data["dp"] = gpus // model_parallel
+        dp = int(data["dp"])
+        data.setdefault("gpus", model_parallel * dp)
+        if model_parallel * dp != int(data["gpus"]):
+            raise ConfigError(
+                f"tp({tp}) * pp({pp}) * cp({cp}) * dp({dp}) = {model_parallel * dp} != gpus({data['gpus']})"
+            )
+        vpp = int(data.get("vpp", 1))
+        if "schedule" not in data:
+            data["schedule"] = Schedule.INTERLEAVED if vpp > 1 else Schedule.ONE_F_ONE_B
+        if "global_batch" not in data:
+            data["global_batch"] = int(data.get("micro_batch", 1)) * dp * (2 * pp if pp > 1 else 1)
+        return data
+
+    def _check(self) -> None:
+        dp = self.data_parallel
+        per_step = self.micro_batch * dp
+        if self.global_batch % per_step:
+            raise ConfigError(
+                f"global_batch({self.global_batch}) is not divisible by micro_batch({self.micro_batch}) * "
+                f"dp({dp}) = {per_step}"
+            )
+        if (dp * self.cp) % self.ep:
+            raise ConfigError(
+                f"ep({self.ep}) must divide dp({dp}) * cp({self.cp}) = {dp * self.cp} "
+                "(experts are sharded over the data-parallel ranks)"
+            )
+        if self.vpp > 1 and self.schedule != Schedule.INTERLEAVED:
+            raise ConfigError(f"vpp({self.vpp}) > 1 needs schedule interleaved (got {self.schedule.value})")
+        if self.schedule == Schedule.INTERLEAVED and (self.vpp < 2 or self.pp < 2):
+            raise ConfigError(
+                f"schedule interleaved needs pp >= 2 and vpp >= 2 (got pp({self.pp}), vpp({self.vpp}))"
+            )
+
+    # ----------------------------------------------------------------------------------- derived
+    @property
+    def data_parallel(self) -> int:
+        """dp (always resolved after validation)."""
+        return int(self.dp or 1)
+
+    @property
+    def world_size(self) -> int:
+        """Total GPUs tp·pp·cp·dp."""
+        return int(self.gpus or self.tp * self.pp * self.cp * self.data_parallel)
+
+    @property
+    def num_micro_batches(self) -> int:
+        """m = global_batch / (micro_batch · dp), micro-batches per DP rank per step."""
+        per_step = self.micro_batch * self.data_parallel
+        return int(self.global_batch or per_step) // per_step
+
+    @property
+    def zero_stage(self) -> int:
+        """Effective ZeRO stage for memory: the distributed optimizer counts as stage 1."""
+        return max(self.zero, 1 if self.distributed_optimizer else 0)
+
+    @property
+    def resolved_schedule(self) -> Schedule:
+        """The schedule (always set after validation)."""
+        return self.schedule or Schedule.ONE_F_ONE_B
+
+
+def _divisors(n: int) -> str:
+    values = [d for d in range(1, n + 1) if n % d == 0]
+    shown = values if len(values) <= 16 else values[:15] + ["...", values[-1]]
+    return ", ".join(str(v) for v in shown)
+
+
+def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
+    """Check that ``config`` can shard ``spec`` the way Megatron-LM requires; :class:`ConfigError` naming
+    the value and what is valid.
+
+    Checks: heads, KV heads, hidden and MLP widths divisible by tp (Megatron-core ``divide``); layers by
+    pp·vpp; routed experts by ep (and ep = 1 for dense models); seq_len by 2·cp (load-balanced CP chunks,
+    Megatron ``get_batch_on_this_cp_rank``), within a learned position table, and, with sequence
+    parallelism, the local sequence by tp.
+    """
+    tp, name = config.tp, spec.name
+    checks = [
+        ("num_attention_heads", spec.num_attention_heads, tp, "tp"),
+        ("num_key_value_heads", spec.kv_heads, tp, "tp"),
+        ("hidden_size", spec.hidden_size, tp, "tp"),
+        ("intermediate_size", spec.intermediate_size, tp, "tp"),
+    ]
+    if spec.is_moe:
+        checks.append(("moe_intermediate_size", spec.expert_intermediate_size, tp, "tp"))
+        checks.append(("num_local_experts", spec.num_local_experts, config.ep, "ep"))
+    for field, value, degree, degree_name in checks:
+        if value % degree:
+            raise ConfigError(
+                f"model {name!r}: {field}({value}) is not divisible by {degree_name}({degree}); "
+                f"valid {degree_name}: {_divisors(value)}"
+            )
+    stages = config.pp * config.vpp
+    if spec.num_hidden_layers % stages:
+        raise ConfigError(
+            f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by pp({config.pp}) * "
+            f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}"
+        )
+    if config.ep > 1 and not spec.is_moe:
+        raise ConfigError(f"model {name!r} is dense: ep({config.ep}) must be 1")
+    if config.cp > 1 and config.seq_len % (2 * config.cp):
+        raise ConfigError(
+            f"seq_len({config.seq_len}) is not divisible by 2 * cp({config.cp}) = {2 * config.cp} "
+            "(context parallelism splits the sequence into 2·cp load-balanced chunks)"
+        )
+    if spec.position_embedding.value == "learned" and config.seq_len > spec.max_position_embeddings:
+        raise ConfigError(
+            f"model {name!r}: seq_len({config.seq_len}) exceeds its learned position table "
+            f"max_position_embeddings({spec.max_position_embeddings})"
+        )
+    local = config.seq_len // config.cp
+    if config.sequence_parallel and tp > 1 and local % tp:
+        raise ConfigError(
+            f"seq_len({config.seq_len}) / cp({config.cp}) = {local} is not divisible by tp({tp}) "
+            "(sequence parallelism splits the sequence across the TP group)"
+        )
