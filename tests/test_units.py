@@ -37,7 +37,7 @@ def test_parse_rate_rejects(text):
         parse_rate(text)
 
 
-@pytest.mark.parametrize("text, expected", [("5us", 5e-6), ("1.5ms", 1.5e-3), ("2e-6", 2e-6), ("3s", 3.0), ("10ns", 1e-8)])
+@pytest.mark.parametrize("text, expected", [("1us", 1e-6), ("5us", 5e-6), ("1.5ms", 1.5e-3), ("2e-6", 2e-6), ("3s", 3.0), ("10ns", 1e-8)])
 def test_parse_time(text, expected):
     assert parse_time(text) == pytest.approx(expected, rel=1e-12)
 
@@ -66,3 +66,8 @@ def test_format():
 @given(st.integers(min_value=1, max_value=2**50))
 def test_size_roundtrip_plain_bytes(n):
     assert parse_size(str(n)) == n
+
+
+def test_parse_time_is_exact_for_decimal_inputs():
+    assert parse_time("5us") == 5e-06
+    assert parse_time("1.5ms") == 0.0015

@@ -21,7 +21,9 @@ _RATE_RE = re.compile(
     rf"^\s*{_NUMBER}\s*(?P<prefix>(?:[KMGTPE]i)|[kKMGTPE])?"
     r"(?P<unit>B/s|Bps|bytes?/s|b/s|bps|bit/s|bits/s)?\s*$"
 )
-_TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ns": 1e-9, "min": 60.0, "h": 3600.0}
+# (multiplier, divisor): dividing by 1e6 gives exactly 5e-06 for "5us", multiplying by 1e-6 does not.
+_TIME_UNITS = {"s": (1.0, 1.0), "ms": (1.0, 1e3), "us": (1.0, 1e6), "µs": (1.0, 1e6), "μs": (1.0, 1e6),
+               "ns": (1.0, 1e9), "min": (60.0, 1.0), "h": (3600.0, 1.0)}
 _TIME_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h)?\s*$")
 
 SIZE_HELP = "a size such as 1GiB, 256MB, 1e9 or 1048576 (bytes; SI = 1000^k, IEC = 1024^k)"
@@ -98,7 +100,8 @@ def parse_time(text: str | int | float, *, allow_zero: bool = True) -> float:
         match = _TIME_RE.match(str(text))
         if not match:
             raise UnitParseError(f"invalid time {text!r}: expected {TIME_HELP}")
-        value = float(match.group("num")) * _TIME_UNITS[match.group("unit") or "s"]
+        multiplier, divisor = _TIME_UNITS[match.group("unit") or "s"]
+        value = float(match.group("num")) * multiplier / divisor
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise UnitParseError(f"invalid time {text!r}: must be a non-negative time ({TIME_HELP})")
     return value

@@ -73,10 +73,10 @@ def binomial_extra(n: int, leaf: int, leaves: int, s: float) -> float:
 
 
 def binomial_gather_extra(n: int, leaf: int, leaves: int, s: float) -> float:
-    """Binomial Gather/Scatter: the step at distance 2^k moves 2^k·M/N; once 2^k ≥ n_l only one flow per leaf
-    crosses (×max(1, s/n_l)). Source: [D]."""
+    """Binomial Gather/Scatter: the step at mask m is bounded by the root's flow of min(m, N − m)·M/N; once it
+    crosses the spine it does so alone (×max(1, s/n_l)). Source: [D]; agrees with the simulator."""
     factor = _single_flow_factor(leaf, leaves, s) - 1.0
-    return sum(2 ** k / n * factor for k in range(ceil_log2(n)) if _crosses(2 ** k, leaf))
+    return sum(min(2 ** k, n - 2 ** k) / n * factor for k in range(ceil_log2(n)) if _crosses(2 ** k, leaf))
 
 
 def bruck_allgather_extra(n: int, leaf: int, leaves: int, s: float) -> float:
@@ -86,8 +86,13 @@ def bruck_allgather_extra(n: int, leaf: int, leaves: int, s: float) -> float:
 
 
 def bruck_alltoall_extra(n: int, leaf: int, leaves: int, s: float) -> float:
-    """Bruck AllToAll: M/2 per step to rank + 2^k. Source: [D]."""
-    return sum(0.5 * (_shift_factor(2 ** k, n, leaf, leaves, s) - 1.0) for k in range(ceil_log2(n)))
+    """Bruck AllToAll: step k sends the blocks whose distance has bit k set, cnt_k·M/N, to rank − 2^k.
+    Source: [D]; agrees with the simulator."""
+    total = 0.0
+    for k in range(ceil_log2(n)):
+        count = sum(1 for d in range(1, n) if d >> k & 1)
+        total += count / n * (_shift_factor(2 ** k, n, leaf, leaves, s) - 1.0)
+    return total
 
 
 def pairwise_extra(n: int, leaf: int, leaves: int, s: float) -> float:

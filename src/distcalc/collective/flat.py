@@ -272,7 +272,8 @@ def ring_alltoall(n: int, m: Any, b: float, a: float) -> Terms:
 
 def torus1d_alltoall(n: int, m: Any, b: float, a: float) -> Terms:
     """F26 bidirectional 1D torus shortest-path AllToAll: ⌊N/2⌋α + (N² − [N odd])/(8N)·M/B (M/(2B) at N = 2);
-    sends f·M. Source: [D]; scaling-book sharding.md L452 (AllToAll = AllGather/4 on a bidirectional ring)."""
+    sends f·M — own data only, as reference_cases.csv counts it (forwarded blocks are not counted, unlike F25).
+    Source: [D]; scaling-book sharding.md L452 (AllToAll = AllGather/4 on a bidirectional ring)."""
     f = (n - 1) / n
     load = 0.5 if n == 2 else (n * n - (n % 2)) / (8 * n)
     return simple(n // 2, a, load * m / b, f * m)

@@ -31,16 +31,23 @@ def _sent_fraction(n: int, wrap: bool, allgather: bool) -> float:
     return (n - 1) / n
 
 
+def _axis_orders(dims: Sequence[int]) -> list[tuple[int, ...]]:
+    # Axis permutations, ascending axis order first: among equally fast orders the ascending one wins
+    # (ASTRA-sim Sys.cc L768: RS visits dimensions in ascending order, AG in reverse).
+    return [tuple(dims[i] for i in perm) for perm in itertools.permutations(range(len(dims)))]
+
+
 def sequential_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool,
                               allgather: bool = False) -> Terms:
     """T03 (torus) and the mesh-line analogue: RS one dimension at a time (AG in reverse order, same cost):
     Σ s_i·α + Σ (n_i−1)/n_i·D_i/B_i^eff; sends f·M. The dimension order minimising the bandwidth term is used
-    (spec §4.6: it matters when dimensions differ); all steps are order independent. ``allgather`` only changes
+    (spec §4.6: it matters when dimensions differ; ties keep the ascending axis order); steps are order
+    independent. ``allgather`` only changes
     the bytes sent on mesh lines (interior GPUs forward both ways, see ``_sent_fraction``).
     Source: scaling-book sharding.md L305-317 per axis; ASTRA-sim Sys.cc L768-787 (ascending dimension
     phases) and L729 (AG reversed) [V]."""
     best = None
-    for order in sorted(set(itertools.permutations(dims)), reverse=True):
+    for order in _axis_orders(dims):
         data, coefficient, sent = 1.0, 0.0, 0.0
         for n in order:
             coefficient += (n - 1) / n * data / _phase_bandwidth(n, wrap, b)
@@ -64,7 +71,7 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
     Ying et al. 2018 [P]; phase-max generalisation [D]."""
     k = len(dims)
     best = None
-    for order in sorted(set(itertools.permutations(dims)), reverse=True):
+    for order in _axis_orders(dims):
         steps, coefficient, sent = 0, 0.0, 0.0
         data = [1.0 / k] * k
         for phase in range(k):
@@ -77,7 +84,7 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
                 data[part] /= n
             steps += phase_steps
             coefficient += phase_time
-        if best is None or (coefficient, steps) < best[:2]:
+        if best is None or (coefficient, steps) < (best[0] * (1 - 1e-15), best[1]):
             best = (coefficient, steps, sent)
     coefficient, steps, sent = best if best is not None else (0.0, 0, 0.0)
     return simple(steps, a, coefficient * m, sent * m)
@@ -86,7 +93,9 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
 def grid_alltoall(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool) -> Terms:
     """T05/T13 (torus) and T09 (mesh): dimension-ordered shortest-path AllToAll, all messages concurrent:
     α·Σ hops_i + max_i L_i·M/B; torus hops_i = ⌊n_i/2⌋, L_i = (n_i² − [n_i odd])/(8n_i) (1/2 for n_i = 2);
-    mesh hops_i = n_i − 1, L_i = ⌊n_i/2⌋⌈n_i/2⌉/n_i. Equals the bisection bound. Sends f·M. Source: [D]."""
+    mesh hops_i = n_i − 1, L_i = ⌊n_i/2⌋⌈n_i/2⌉/n_i. Equals the bisection bound. ``sent_bytes`` counts each
+    GPU's own data only, f·M (as reference_cases.csv does; blocks forwarded for other GPUs are not counted).
+    Source: [D]."""
     steps, load = 0, 0.0
     for n in dims:
         if wrap and n >= 3:

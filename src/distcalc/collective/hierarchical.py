@@ -106,12 +106,13 @@ def hierarchical_scatter(g: int, n: int, m: Any, b1: float, a1: float, b2: float
 def hierarchical_gather(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
     """Two-level Gather (Scatter mirrored): binomial gather of the M/N blocks along every rail to the root's
     node (⌈log2 n⌉α2 + (n−1)/n·(M/g)/B2), then binomial gather inside the root's node
-    (⌈log2 g⌉α1 + (g−1)/g·M/B1). The busiest sender is the root of the largest subtree at both levels:
-    blocks(g)·M/g + blocks(n)·M/N. Source: [D] (MPICH binomial gather cost per level)."""
+    (⌈log2 g⌉α1 + (g−1)/g·M/B1). The busiest sender is the root of the largest subtree at one of the levels
+    (the in-node subtree root is a rail root, which only receives on its rail): max(blocks(g)·M/g, blocks(n)·M/N).
+    Source: [D] (MPICH binomial gather cost per level); volume agrees with the simulator."""
     lg_g, lg_n = ceil_log2(g), ceil_log2(n)
     alpha = lg_n * a2 + lg_g * a1
     bw = (n - 1) / n * (m / g) / b2 + (g - 1) / g * m / b1
-    sent = subtree_blocks(g) * m / g + subtree_blocks(n) * m / (g * n)
+    sent = max(subtree_blocks(g) / g, subtree_blocks(n) / (g * n)) * m
     return Terms(lg_n + lg_g, alpha, bw, sent)
 
 
