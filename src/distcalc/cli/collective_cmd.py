@@ -9,7 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
 from distcalc.collective import (
     Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
     valid_algorithms,
@@ -35,11 +35,6 @@ TOPOLOGY_HELP = {
 }
 
 
-def _option(option: str, parser: Callable[[str], Any], text: str) -> Any:
-    try:
-        return parser(text)
-    except DistcalcError as error:
-        raise type(error)(f"{option}: {error}") from None
 
 
 def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: Optional[str],
@@ -52,8 +47,8 @@ def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: 
     except ValueError:
         valid = ", ".join(k.value for k in TopologyKind)
         raise TopologyError(f"--topology {topology!r} is unknown: valid topologies are {valid}") from None
-    rate = lambda name, text: _option(name, parse_rate, text)  # noqa: E731
-    time = lambda name, text: _option(name, parse_time, text)  # noqa: E731
+    rate = lambda name, text: parse_or_exit(parse_rate, text, name)  # noqa: E731
+    time = lambda name, text: parse_or_exit(parse_time, text, name)  # noqa: E731
     if kind == TopologyKind.HIERARCHICAL:
         b1 = rate("--intra-bandwidth", intra_bandwidth or bandwidth or DEFAULTS["intra_bandwidth"])
         a1 = time("--intra-latency", intra_latency or latency or DEFAULTS["intra_latency"])
@@ -95,7 +90,7 @@ def _result_dict(record: Any, kind: str, topo: Topology) -> dict:
 
 
 def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
-    table = Table(title=f"{kind} of {format_size(size)} on {_topology_summary(topo)}")
+    table = Table(title=f"{kind} of {format_size(size)} on {topology_summary(topo)}")
     for column in ("algorithm", "formula", "time", "latency term", "bandwidth term", "steps", "sent/GPU",
                    "algbw", "busbw"):
         table.add_column(column, justify="left" if column in ("algorithm", "formula") else "right")
@@ -115,7 +110,7 @@ def _rate(value: float) -> str:
     return "-" if not np.isfinite(value) else format_rate(value)
 
 
-def _topology_summary(topo: Topology) -> str:
+def topology_summary(topo: Topology) -> str:
     if topo.kind == TopologyKind.HIERARCHICAL:
         return (f"hierarchical {topo.nodes}×{topo.gpus_per_node} GPUs (intra {format_rate(topo.bandwidth_bytes_per_s)}"
                 f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
@@ -135,7 +130,7 @@ def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src
         for record in _records(kind, size, topo, chosen, src, dst):
             series.setdefault(record.algorithm.value, []).append(float(record.time_s))
     bound = None if kind == SEND_RECV else [float(lower_bound(kind, s, topo).time_s) for s in sweep]
-    plot_time_vs_size(sweep, series, path, title=f"{kind} on {_topology_summary(topo)}", lower_bound_s=bound)
+    plot_time_vs_size(sweep, series, path, title=f"{kind} on {topology_summary(topo)}", lower_bound_s=bound)
 
 
 def collective_command(
@@ -177,7 +172,7 @@ def collective_command(
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
     kind_name = _parse_cli_kind(kind)
-    sizes = _option("--size", parse_size_range, size)
+    sizes = parse_or_exit(parse_size_range, size, "--size")
     topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
                           intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
@@ -233,7 +228,7 @@ def _payload(kind: str, topo: Topology, per_size: list, bounds: list, plot: Opti
 
 
 def _render_range(kind: str, topo: Topology, per_size: list, bounds: list) -> None:
-    table = Table(title=f"{kind} on {_topology_summary(topo)}")
+    table = Table(title=f"{kind} on {topology_summary(topo)}")
     for column in ("size", "algorithm", "time", "algbw", "busbw", "lower bound"):
         table.add_column(column, justify="left" if column == "algorithm" else "right")
     for (size, records), bound in zip(per_size, bounds):

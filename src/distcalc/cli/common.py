@@ -91,8 +91,9 @@ def emit_json(payload: Any) -> None:
 
 
 def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
-    """Run a unit parser on an option value; on error exit 2 naming the option."""
+    """Run a unit parser on an option value; on error re-raise the same error type with the option named
+    (``--size: invalid size '-1': ...``), which :func:`handle_errors` turns into exit code 2."""
     try:
         return parser(text)
     except DistcalcError as error:
-        fail(f"{option}: {error}")
+        raise type(error)(f"{option}: {error}") from None

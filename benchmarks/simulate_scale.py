@@ -1,0 +1,46 @@
+"""Scale benchmark of the collective simulator (issue 3): prints wall-clock figures, asserts nothing.
+
+Cases: ring AllReduce on 1024 ranks (physical ring and ideal switch) and dimension-sequential AllReduce on a
+32×32 torus, 1 GiB buffer, B = 100 GB/s, α = 5 µs. Each run generates the schedule, executes it on NumPy
+buffers (1 element per chunk), verifies the result, routes every transfer and times it — the whole
+``distcalc.simulate.simulate`` call. Target: ≤ 2 s each on a 2-core machine.
+
+    .venv/bin/python benchmarks/simulate_scale.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+from distcalc.simulate import simulate
+from distcalc.topology import make_topology
+
+CASES = [
+    ("ring AllReduce, 1024-GPU ring", "all-reduce", "ring", 1024, None, "ring"),
+    ("ring AllReduce, 1024-GPU switch", "all-reduce", "switch", 1024, None, "ring"),
+    ("dim-sequential AllReduce, 32x32 torus", "all-reduce", "torus", 1024, (32, 32), "dim-sequential"),
+]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
+    args = parser.parse_args()
+    print(f"cpus: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"{'case':40s} {'best_s':>8s} {'steps':>6s} {'transfers':>10s} {'verified':>8s} {'sim_time_ms':>12s} "
+          f"{'analytic_ms':>12s}")
+    for label, kind, topology, gpus, shape, algorithm in CASES:
+        topo = make_topology(topology, gpus, bandwidth_bytes_per_s=100e9, latency_s=5e-6, shape=shape)
+        best, result = float("inf"), None
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            result = simulate(kind, 1 << 30, topo, algorithm)
+            best = min(best, time.perf_counter() - start)
+        print(f"{label:40s} {best:8.3f} {result.steps:6d} {result.schedule.src.size:10d} {str(result.verified):>8s} "
+              f"{result.time_s * 1e3:12.4f} {result.analytic.time_s * 1e3:12.4f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+"""``distcalc simulate KIND``: execute a collective's schedule on simulated ranks (rendering only; the
+simulator lives in :mod:`distcalc.simulate`)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from distcalc.cli.collective_cmd import DEFAULTS, build_topology, topology_summary
+from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
+from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
+from distcalc.errors import AlgorithmError, DistcalcError
+from distcalc.simulate import SimulationResult, node_name, simulate
+from distcalc.units import format_size, format_time, parse_size
+
+KINDS = [k.value for k in CollectiveKind]
+
+
+def _check_kind(text: str) -> str:
+    try:
+        return parse_kind(text).value
+    except AlgorithmError:
+        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+
+
+def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
+    first = results[0]
+    table = Table(title=f"simulated {first.collective} of {format_size(first.size_bytes)} on "
+                        f"{topology_summary(first.topology)}")
+    for column in ("algorithm", "ok", "simulated", "analytic", "sim/ana", "steps", "sent/GPU", "busiest link",
+                   "its bytes"):
+        table.add_column(column, justify="left" if column in ("algorithm", "busiest link") else "right")
+    for r in results:
+        a = r.analytic
+        ratio = r.time_s / a.time_s if a.time_s else 1.0
+        link = r.busiest_link
+        where = "-" if link is None else f"{node_name(link.src)}→{node_name(link.dst)}"
+        link_bytes = 0.0 if link is None else float(r.timing.link_bytes[r.timing.links.index(link)])
+        table.add_row(r.algorithm, "[green]yes[/green]" if r.verified else "[red]NO[/red]", format_time(r.time_s),
+                      format_time(float(a.time_s)), f"{ratio:.4f}", f"{r.steps}/{int(a.steps)}",
+                      format_size(r.bytes_sent_per_gpu), where, format_size(link_bytes))
+    console.print(table)
+    console.print("steps: simulated/analytic; sim/ana = simulated time / analytic time; busiest link = the link "
+                  "busy longest (bytes / bandwidth)")
+    for r in results:
+        if not r.verified:
+            console.print(f"[red]{r.execution.message}[/red]")
+    if plot:
+        console.print(f"plot written to {plot}")
+
+
+def simulate_command(
+    kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
+    topology: str = typer.Option(DEFAULTS["topology"], "--topology",
+                                 help="ring, tree, hierarchical, switch, mesh or torus."),
+    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", help="Number of GPUs (ranks) N."),
+    size: str = typer.Option(DEFAULTS["size"], "--size", help="Size M (NCCL convention), e.g. 1MiB, 256MB."),
+    bandwidth: Optional[str] = typer.Option(None, "--bandwidth",
+                                            help="Per-link per-direction bandwidth B [default: 100GB/s]."),
+    latency: Optional[str] = typer.Option(None, "--latency", help="Per-step latency α [default: 5us]."),
+    shape: Optional[str] = typer.Option(None, "--shape", help="Mesh/torus shape, e.g. 8x8 or 4x4x4."),
+    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
+                                                help="Hierarchical: GPUs per node g [default: 8]; tree: per leaf."),
+    intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth", help="Hierarchical B1 [450GB/s]."),
+    intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [1us]."),
+    inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth", help="Hierarchical B2 [50GB/s]."),
+    inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [5us]."),
+    algorithm: str = typer.Option("auto", "--algorithm",
+                                  help="Algorithm name, auto (the analytic model's fastest) or all."),
+    in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
+                                              help="Switch with in-network reduction (NVLS/SHARP)."),
+    oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
+    segments: Optional[int] = typer.Option(None, "--segments", min=1,
+                                           help="Pipeline segments k for pipelined algorithms [default: chosen]."),
+    elements: int = typer.Option(1, "--elements", min=1, help="Numbers per chunk in the executed buffers."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random rank data."),
+    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
+                                                            "per-step timeline."),
+) -> None:
+    """Execute the algorithm on simulated ranks, verify the result, route every transfer over the links and
+    compare the simulated time with the analytic formula.
+
+    Defaults as for `distcalc collective` (--topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s
+    --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
+    """
+    kind_name = _check_kind(kind)
+    size_bytes = parse_or_exit(parse_size, size, "--size")
+    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
+                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+    choice = parse_algorithm(algorithm)
+    names = valid_algorithms(kind_name, topo) if choice == "all" else [choice]
+    results = [simulate(kind_name, size_bytes, topo, name, elements_per_chunk=elements, seed=seed,
+                        segments=segments) for name in names]
+    results.sort(key=lambda r: r.time_s) if choice == "all" else None
+    if plot:
+        if not plot.lower().endswith(".png"):
+            raise DistcalcError(f"--plot {plot!r}: expected a file name ending in .png")
+        from distcalc.simulate.plot import plot_simulation
+
+        plot_simulation(results[0], plot)
+    if json_output:
+        payload = results[0].as_dict()
+        if choice == "all":
+            payload["results"] = [r.as_dict() for r in results]
+        if plot:
+            payload["plot"] = plot
+        emit_json(payload)
+        return
+    _render(results, plot)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``simulate`` to the distcalc app."""
+    app.command("simulate")(handle_errors(simulate_command))

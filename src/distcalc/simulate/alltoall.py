@@ -1,0 +1,134 @@
+"""All-to-All schedules. Block (i, j) is what rank i sends to rank j; chunk ``(i·N + j)·p + q`` is its part q.
+
+* pairwise exchange: step s (1 … N−1) rank r sends block (r, r+s) to r+s (MPICH ``alltoall.c``, F22);
+* direct: every block at once (NCCL grouped send/recv, F23; H06 on a two-level cluster);
+* Bruck: block (i, j) with d = j − i mod N moves 2^k forward at every step k whose bit is set in d
+  (MPICH ``alltoall.c`` Bruck, F24);
+* store-and-forward along lines and rings: every block moves one hop per step towards its destination,
+  all blocks at once: the unidirectional ring (ASTRA-sim Ring.cc, F25), the shortest-path 1D torus with the
+  antipodal block split in halves one each way (F26), and torus/mesh dimension-ordered routing with the
+  blocks split in k parts whose dimension orders are rotated, so every phase keeps all dimensions busy
+  (T05/T09/T13).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distcalc.simulate.schedule import Op, Rows, concat
+
+
+def block_chunks(n: int, parts: int, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+    """Chunk ids (…, parts) of blocks (i, j)."""
+    base = (np.asarray(i) * n + np.asarray(j)) * parts
+    return base[..., None] + np.arange(parts)
+
+
+def pairwise_rows(ranks: np.ndarray, parts: int = 1) -> Rows:
+    ranks, n = np.asarray(ranks), len(ranks)
+    r = np.arange(n)
+    out = [Rows.of(s - 1, ranks[r][:, None], ranks[(r + s) % n][:, None],
+                   block_chunks(n, parts, ranks[r], ranks[(r + s) % n]), Op.COPY) for s in range(1, n)]
+    return concat(*out)
+
+
+def direct_rows(ranks: np.ndarray, parts: int = 1) -> Rows:
+    ranks, n = np.asarray(ranks), len(ranks)
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    return Rows.of(0, ranks[i][:, None], ranks[j][:, None], block_chunks(n, parts, ranks[i], ranks[j]), Op.COPY)
+
+
+def bruck_rows(ranks: np.ndarray, parts: int = 1) -> Rows:
+    ranks, n = np.asarray(ranks), len(ranks)
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    d = (j - i) % n
+    out, k = [], 0
+    while (1 << k) < n:
+        bit = 1 << k
+        moving = (d & bit) != 0
+        src = (i[moving] + (d[moving] & (bit - 1))) % n
+        out.append(Rows.of(k, ranks[src][:, None], ranks[(src + bit) % n][:, None],
+                           block_chunks(n, parts, ranks[i[moving]], ranks[j[moving]]), Op.COPY))
+        k += 1
+    return concat(*out)
+
+
+def line_moves(start: np.ndarray, direction: np.ndarray, hops: np.ndarray, size: int, wrap: bool,
+               step0=0) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Hop-by-hop moves of items along one axis: item m is at ``start + direction·t`` and moves at step
+    ``step0 (+ [m] if an array) + t`` for t < hops[m]. Returns (item, step, from, to coordinate) per move."""
+    total = int(hops.sum())
+    item = np.repeat(np.arange(hops.size), hops)
+    t = np.arange(total) - np.repeat(np.cumsum(hops) - hops, hops)
+    frm = start[item] + direction[item] * t
+    to = frm + direction[item]
+    if wrap:
+        frm, to = frm % size, to % size
+    first = step0[item] if np.ndim(step0) else step0
+    return item, first + t, frm, to
+
+
+def ring_store_forward_rows(ranks: np.ndarray, bidirectional: bool) -> Rows:
+    """F25 (unidirectional: every block goes clockwise d hops) or F26 (shortest direction; for even N the
+    block at distance N/2 is split, half each way). Blocks of 2 parts when split halves are needed."""
+    ranks, n = np.asarray(ranks), len(ranks)
+    parts = 2 if (bidirectional and n % 2 == 0 and n > 2) else 1
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    d = (j - i) % n
+    items_i, items_j, items_q, direction, hops = [], [], [], [], []
+    for q in range(parts):
+        if not bidirectional:
+            dirn, h = np.ones_like(d), d
+        else:
+            cw = (2 * d < n) | ((2 * d == n) & (q == 0))
+            dirn, h = np.where(cw, 1, -1), np.where(cw, d, n - d)
+        items_i.append(i), items_j.append(j), items_q.append(np.full_like(i, q))
+        direction.append(dirn), hops.append(h)
+    i, j, q = np.concatenate(items_i), np.concatenate(items_j), np.concatenate(items_q)
+    direction, hops = np.concatenate(direction), np.concatenate(hops)
+    item, step, frm, to = line_moves(i, direction, hops, n, wrap=True)
+    chunk = (ranks[i[item]] * n + ranks[j[item]]) * parts + q[item]
+    return Rows.of(step, ranks[frm], ranks[to], chunk, Op.COPY)
+
+
+def grid_rows(shape: tuple[int, ...], wrap: bool, synchronous: bool = True) -> tuple[Rows, int]:
+    """Dimension-ordered store-and-forward on a torus/mesh of ``shape`` (rank = x0 + n0·(x1 + …)).
+
+    The blocks are split in k parts (k = dimensions of size > 1), part p visiting the dimensions in the
+    order rotated by p. ``synchronous``: a phase moves every part along one dimension, hop by hop, and lasts
+    as long as the longest move; otherwise every piece goes on to its next dimension as soon as it is done
+    with the previous one. On a torus the antipodal distance of an even dimension is split again, half each
+    way. Returns (rows, parts per block)."""
+    dims = [a for a, size in enumerate(shape) if size > 1]
+    n = int(np.prod(shape))
+    k = max(len(dims), 1)
+    halves = 2 if wrap and any(shape[a] % 2 == 0 and shape[a] > 2 for a in dims) else 1
+    parts = k * halves
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    coords_of = np.array(np.unravel_index(np.arange(n), shape[::-1]))[::-1]  # (ndim, N): x0 first
+    strides = np.cumprod((1,) + tuple(shape[:-1]))
+    position = {key: coords_of[:, i].copy() for key in np.ndindex(k, halves)}
+    clock = {key: np.zeros(i.size, dtype=np.int64) for key in np.ndindex(k, halves)}
+    out, phase_start = [], 0
+    for phase in range(k):
+        phase_len = 0
+        for part, half in np.ndindex(k, halves):
+            axis = dims[(part + phase) % k]
+            size, pos = shape[axis], position[(part, half)]
+            frm_c, dst_c = pos[axis], coords_of[axis, j]
+            fwd = (dst_c - frm_c) % size if wrap else dst_c - frm_c
+            if wrap:
+                cw = (2 * fwd < size) | ((2 * fwd == size) & (half == 0))
+                direction, hops = np.where(cw, 1, -1), np.where(cw, fwd, size - fwd)
+            else:
+                direction, hops = np.sign(fwd), np.abs(fwd)
+            start = phase_start if synchronous else clock[(part, half)]
+            item, step, a, b = line_moves(frm_c, direction, hops, size, wrap, start)
+            base = (pos.T[item] * strides).sum(axis=1) - pos[axis, item] * strides[axis]
+            chunk = (i[item] * n + j[item]) * parts + part * halves + half
+            out.append(Rows.of(step, base + a * strides[axis], base + b * strides[axis], chunk, Op.COPY))
+            pos[axis] = dst_c
+            clock[(part, half)] += hops
+            phase_len = max(phase_len, int(hops.max()) if hops.size else 0)
+        phase_start += phase_len
+    return concat(*out), parts

@@ -1,0 +1,129 @@
+"""Route every transfer of a schedule over the topology's physical links and load the links.
+
+Each distinct (src, dst) pair is routed once with :meth:`Topology.route` (shortest path; dimension order on
+torus/mesh; GPU→switch→GPU on a switch; NVSwitch or NIC rail on hierarchical clusters). Transfers to or from
+an extra compute node of the schedule (the in-network-reducing switch) use the direct GPU↔switch link.
+
+Latency of a transfer (spec collectives.md §1 and §4.9, topology.py docstring): the α of the slowest network
+tier it crosses (α on ring/mesh/torus/switch/tree; α1 inside a node, α2 across nodes on hierarchical), plus
+``hop_latency_s`` for every further GPU it is forwarded through (F27: α + (h−1)·α_hop). Links into a switch
+carry α/2 in :class:`distcalc.topology.Link`, so a link's tier latency is 2× its value there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from distcalc.simulate.schedule import Schedule
+from distcalc.topology import Link, LinkTier, Topology, TopologyKind
+
+_SWITCHED = (LinkTier.SWITCH, LinkTier.INTRA, LinkTier.INTER)
+
+
+@dataclass
+class LinkLoads:
+    """Per-step, per-link bytes of a routed schedule.
+
+    ``loads[s, l]`` is the bytes crossing directed link ``links[l]`` in step ``s``;
+    ``step_latency_s[s]`` the α of step ``s``.
+    """
+
+    links: list[Link]
+    loads: np.ndarray
+    step_latency_s: np.ndarray
+    bandwidth_bytes_per_s: np.ndarray
+    sent_bytes_per_node: np.ndarray
+
+
+def _link_step_latency(link: Link) -> float:
+    return link.latency_s * (2.0 if link.tier in _SWITCHED else 1.0)
+
+
+class Router:
+    """Routes (src, dst) node pairs of a schedule on a topology, caching each pair's links."""
+
+    def __init__(self, topo: Topology, extra_nodes: tuple[str, ...] = ()):
+        self.topo = topo
+        self.links = topo.links()
+        self.index = {(lk.src, lk.dst): i for i, lk in enumerate(self.links)}
+        self.extra_nodes = extra_nodes
+        self._cache: dict[tuple[int, int], tuple[np.ndarray, float]] = {}
+
+    def _node(self, node: int):
+        return node if node < self.topo.gpus else self.extra_nodes[node - self.topo.gpus]
+
+    def route(self, src: int, dst: int, tie: int = 0) -> tuple[np.ndarray, float]:
+        """(link indices, latency in s) of the path src → dst (``tie`` = 1: ring/torus ties go −)."""
+        key = (src, dst, tie)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        if src < self.topo.gpus and dst < self.topo.gpus:
+            path = self._minus_tie_route(src, dst) if tie else None
+            path = path or self.topo.route(src, dst)
+        else:
+            path = [self.topo.link(self._node(src), self._node(dst))]
+        idx = np.array([self.index[(lk.src, lk.dst)] for lk in path], dtype=np.int64)
+        forwards = sum(1 for lk in path[:-1] if isinstance(lk.dst, int))  # GPUs the data passes through
+        latency = max((_link_step_latency(lk) for lk in path), default=0.0) + forwards * self.topo.hop_latency_s
+        self._cache[key] = (idx, latency)
+        return idx, latency
+
+
+    def _minus_tie_route(self, src: int, dst: int) -> list[Link] | None:
+        """Dimension-order shortest path that goes − where both directions are shortest (ring/torus only)."""
+        topo = self.topo
+        if topo.kind not in (TopologyKind.RING, TopologyKind.TORUS):
+            return None
+        coords, target = list(topo.coords(src)), topo.coords(dst)
+        nodes = [src]
+        for axis, size in enumerate(topo.shape or ()):
+            forward = (target[axis] - coords[axis]) % size
+            step = -1 if 2 * forward == size or 2 * forward > size else 1
+            while coords[axis] != target[axis]:
+                coords[axis] = (coords[axis] + step) % size
+                nodes.append(topo.rank_of(coords))
+        return [topo.link(a, b) for a, b in zip(nodes, nodes[1:])]
+
+
+def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
+    """Bytes per (step, link), α per step, and bytes sent per node, fully vectorised over transfers."""
+    router = Router(topo, schedule.extra_nodes)
+    n_links, steps = len(router.links), schedule.steps
+    nodes = schedule.nodes
+    bandwidth = np.array([lk.bandwidth_bytes_per_s for lk in router.links], dtype=float)
+    sent = np.bincount(schedule.src, minlength=nodes).astype(float) * schedule.chunk_bytes
+    if steps == 0:
+        return LinkLoads(router.links, np.zeros((0, n_links)), np.zeros(0), bandwidth, sent)
+    # aggregate transfers to (step, pair) first: rows of one pair in one step share a route. Dense
+    # bincounts instead of sorting: pair ids < nodes², (step, pair) keys < steps · distinct pairs.
+    tie = schedule.tie if schedule.tie is not None else np.zeros_like(schedule.src)
+    pair = (schedule.src.astype(np.int64) * nodes + schedule.dst) * 2 + (tie != 0)
+    present = np.bincount(pair, minlength=2 * nodes * nodes) > 0
+    pairs = np.flatnonzero(present)
+    compact = np.cumsum(present) - 1
+    pair_of_row = compact[pair]
+    key = schedule.step_of_row().astype(np.int64) * pairs.size + pair_of_row
+    per_key = np.bincount(key, minlength=steps * pairs.size)
+    keys = np.flatnonzero(per_key)
+    count = per_key[keys]
+    key_step, key_pair = keys // pairs.size, keys % pairs.size
+    # routes of the distinct pairs as CSR (pair → links)
+    routes = [router.route(int(p // 2 // nodes), int(p // 2 % nodes), int(p % 2)) for p in pairs]
+    lengths = np.array([r[0].size for r in routes], dtype=np.int64)
+    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    flat = np.concatenate([r[0] for r in routes])
+    pair_latency = np.array([r[1] for r in routes])
+    # expand every (step, pair) to its links
+    reps = lengths[key_pair]
+    entry_step = np.repeat(key_step, reps)
+    entry_bytes = np.repeat(count * schedule.chunk_bytes, reps)
+    offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+    entry_link = flat[np.repeat(ptr[key_pair], reps) + offsets]
+    loads = np.bincount(entry_step * n_links + entry_link, weights=entry_bytes,
+                        minlength=steps * n_links).reshape(steps, n_links)
+    step_latency = np.zeros(steps)
+    np.maximum.at(step_latency, key_step, pair_latency[key_pair])
+    return LinkLoads(router.links, loads, step_latency, bandwidth, sent)
