@@ -1,0 +1,172 @@
+"""The parts of the step-time model that depend on few configuration fields, evaluated once per distinct
+combination of those fields (:func:`dedupe`) and broadcast back — the collective costs and the kernel-time
+models are the expensive parts, and a search batch holds few distinct micro-batch shapes and groups.
+
+* :func:`micro_batch_block` — per layer and per micro-batch: compute (dense/MoE mix), TP/CP/EP
+  communication (exposed and on-link), embedding/output head compute and TP collectives. Key: micro_batch,
+  seq_len, tp, cp, ep, sequence_parallel, recompute, flash_attention.
+* :func:`boundary_block` — one pipeline Send/Recv transfer (+ scatter/gather AllGather). Key: micro_batch,
+  seq_len, tp, cp, dp, sequence_parallel, pp > 1.
+* :func:`dp_block` — one instance of each DP message and the tied-embedding sync. Key: tp, pp, dp, cp, ep.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.cluster import ClusterSpec
+from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
+from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
+                              pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
+
+ACT_BYTES = 2.0
+MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention")
+BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
+DP_KEY = ("tp", "pp", "dp", "cp", "ep")
+
+
+def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one representative per distinct row, inverse index) of integer columns of equal shape."""
+    flat = [np.asarray(c, dtype=np.int64).ravel() for c in columns]
+    code = np.zeros(flat[0].shape, dtype=np.int64)
+    radix = 1
+    for col in flat:
+        low, high = int(col.min()), int(col.max())
+        span = high - low + 1
+        if radix * span >= 2**62:
+            stacked = np.stack(flat, axis=1)
+            _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
+            return first, inverse.ravel()
+        code += (col - low) * radix
+        radix *= span
+    if radix <= 1 << 24:  # small key space: O(n) table lookup instead of a sort
+        index = np.arange(code.size, dtype=np.int64)
+        representative = np.full(radix, -1, dtype=np.int64)
+        representative[code[::-1]] = index[::-1]  # first occurrence of each code
+        present = np.flatnonzero(representative >= 0)
+        slot = np.empty(radix, dtype=np.int64)
+        slot[present] = np.arange(present.size)
+        return representative[present], slot[code]
+    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    return first, inverse
+
+
+def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:
+    return {k: np.asarray(v).ravel()[first] for k, v in c.items()}
+
+
+def _keys(c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[Dim, GroupKey]:
+    return group_keys(c["tp"], c["pp"], c["dp"], c["cp"], c["ep"], o.rank_order)
+
+
+def _mix(dense, moe, frac: float, field: str) -> np.ndarray:
+    value = 0.0
+    if dense is not None:
+        value = value + (1.0 - frac) * np.asarray(getattr(dense, field))
+    if moe is not None:
+        value = value + frac * np.asarray(getattr(moe, field))
+    return np.asarray(value, dtype=float)
+
+
+def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, c: dict[str, np.ndarray],
+                      o: AnalyzeOptions) -> dict[str, Any]:
+    """Per-layer and head quantities of one micro-batch (see module docstring)."""
+    b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
+    sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
+    shape = tp.shape
+    args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
+                ep=ep)
+    dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
+    moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
+    frac = d.moe_layers / d.layers
+    out: dict[str, Any] = {f: _mix(dense, moe, frac, f) for f in (
+        "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
+    keys = _keys(c, o)
+    h = d.hidden
+    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
+    msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
+            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
+               if d.moe_layers else []))
+    entries = message_times(cluster, msgs, keys, shape)
+    tp_e = [e for e in entries if e[0].dim == Dim.TP]
+    cp_e = [e for e in entries if e[0].dim == Dim.CP]
+    ep_e = [e for e in entries if e[0].dim == Dim.EP]
+
+    def crit(msg: Message) -> bool:
+        return not msg.overlappable
+
+    tp_fwd = total(tp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
+    tp_bwd = total(tp_e, lambda x: crit(x) and x.phase in (Phase.BACKWARD, Phase.RECOMPUTE))
+    tp_ov = total(tp_e, lambda x: x.overlappable)
+    window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
+    tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
+    attn = out["forward_attention_s"]
+    cp_f = (np.maximum(total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD) - attn, 0.0)
+            + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
+    cp_all = (cp_f + np.maximum(total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD) - 2.0 * attn, 0.0)
+              + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
+    ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
+    ep_all = total(ep_e, lambda x: True) * frac
+    out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
+               cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
+    heads = head_times(d, device, b, s, tp, cp, sp)
+    out.update(emb_f=np.asarray(heads.embedding_forward_s, dtype=float), emb_b=np.asarray(heads.embedding_backward_s, dtype=float),
+               out_f=np.asarray(heads.output_forward_s, dtype=float), out_b=np.asarray(heads.output_backward_s, dtype=float))
+    head_entries = message_times(cluster, tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp), keys, shape)
+    out["emb_comm"] = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
+    out["head_comm"] = total(head_entries, lambda x: True) - out["emb_comm"]
+    out["_entries"] = entries + head_entries
+    return out
+
+
+def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[str, Any]:
+    """Time of one pipeline boundary transfer (both directions' messages of one chunk crossing)."""
+    msgs = pp_boundary_messages(c["micro_batch"], c["seq_len"], d.hidden, ACT_BYTES, c["tp"], c["pp"],
+                                c["sequence_parallel"], int(o.pipeline_scatter_gather), c["cp"])
+    entries = message_times(cluster, msgs, _keys(c, o), c["tp"].shape)
+    return {"p2p_transfer": total(entries, lambda x: True), "_entries": entries}
+
+
+def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any) -> Any:
+    """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding or head."""
+    expert = d.expert_parameters_per_layer
+    layers = d.layers / np.asarray(pp, dtype=float) * ((d.parameters_per_layer - expert) / tp + expert / (tp * ep))
+    return layers + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
+
+
+def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[str, Any]:
+    """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
+    keys = _keys(c, o)
+    shape = c["tp"].shape
+    params = stage_parameters(d, c["tp"], c["pp"], c["ep"])
+    ones = np.ones(shape)
+    msgs = dp_gradient_messages(params, keys[Dim.DP].size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)
+    msgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, m.note) for m in msgs]
+    entries = message_times(cluster, msgs, keys, shape)
+    out: dict[str, Any] = {name: times for name, (_, times, _) in
+                           zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
+    out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
+    out["params_gpu"] = np.asarray(params, dtype=float)
+    sync_entries = []
+    if d.tied_embeddings:
+        sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
+                        np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
+        sync_entries = message_times(cluster, sync, keys, shape)
+    out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
+    out["_entries"] = entries
+    out["_sync_entries"] = sync_entries
+    return out
+
+
+def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tuple[int, ...]) -> dict[str, Any]:
+    """Evaluate ``block`` on the distinct rows of ``key`` and broadcast the array results back to ``shape``."""
+    first, inverse = dedupe([c[k] for k in key])
+    sub = block(_sub(c, first))
+    n = first.shape
+    return {k: (v if k.startswith("_") else np.broadcast_to(np.asarray(v, dtype=float), n)[inverse].reshape(shape))
+            for k, v in sub.items()}

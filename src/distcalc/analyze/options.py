@@ -1,0 +1,54 @@
+"""Options of the step-time model beyond the parallel configuration, with their defaults and reasons."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ContextParallelAlgorithm(str, Enum):
+    """How context parallelism exchanges keys/values: ring attention (Send/Recv) or Ulysses (AllToAll)."""
+
+    RING = "ring"
+    ULYSSES = "ulysses"
+
+
+class AnalyzeOptions(BaseModel):
+    """Software behaviour the step time depends on. Defaults describe Megatron-LM (Megatron-Core) runs:
+
+    * ``rank_order`` ``tp-cp-dp-pp``: Megatron's rank layout, TP innermost (design.md §5).
+    * ``overlap_grad_reduce`` True: gradient ReduceScatter/AllReduce overlapped with the backward pass of the
+      last micro-batch (Megatron-Core ``--overlap-grad-reduce``); ``overlap_param_gather`` True: the
+      distributed optimizer's parameter AllGather overlapped with the next forward. Set both False for
+      2022-era Megatron-LM (``train_step`` all-reduces gradients after the backward pass).
+    * ``tp_overlap_efficiency`` 0: fraction of the *overlappable* backward TP collectives (see
+      :mod:`distcalc.traffic`) actually hidden behind GEMMs. Without TransformerEngine userbuffers
+      (``--tp-comm-overlap``) NCCL kernels compete with the GEMMs for SMs and HBM bandwidth; Korthikanti et
+      al. 2022 Table 4 shows the backward pass paying for its TP collectives (11.9 ms backward vs 7.7 ms
+      forward for 2× the FLOPs), so nothing is hidden by default.
+    * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
+      bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.
+    * ``optimizer_bytes_per_parameter`` 42: HBM traffic of one mixed-precision Adam step per parameter held
+      by this rank's optimizer (apex/TE multi-tensor kernels): gradient-norm read 4, Adam read g, p, m, v
+      16 and write p, m, v 12, fp32→16-bit parameter copy 4 + 2, zeroing the fp32 gradient buffer 4.
+    * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
+      all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
+    * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
+      on each micro-batch's critical path.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rank_order: str = Field("tp-cp-dp-pp", description="rank layout, innermost dimension first")
+    overlap_grad_reduce: bool = Field(True, description="overlap DP gradient reduction with backward")
+    overlap_param_gather: bool = Field(True, description="overlap distributed-optimizer AllGather with forward")
+    tp_overlap_efficiency: float = Field(0.0, ge=0, le=1, description="hidden fraction of overlappable TP comm")
+    grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
+    param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")
+    optimizer_bytes_per_parameter: float = Field(42.0, ge=0, description="HBM bytes per parameter per step")
+    pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
+    pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
+    cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
+    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
+    distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")

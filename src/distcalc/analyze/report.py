@@ -1,0 +1,165 @@
+"""Public entry points: :func:`evaluate_batch` (arrays of configurations) and :func:`analyze` (one
+configuration, a full :class:`StepReport`). Both run :func:`distcalc.analyze.core.evaluate` — one
+implementation of the formulas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from distcalc.analyze.comm import group_keys, group_of
+from distcalc.analyze.core import evaluate
+from distcalc.analyze.options import AnalyzeOptions
+from distcalc.cluster import ClusterSpec, load_cluster
+from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
+from distcalc.model import ModelSpec, load_model
+from distcalc.parallel import ParallelConfig, validate_for_model
+from distcalc.traffic import Dim
+
+BREAKDOWN_KEYS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s",
+                  "bubble_s", "dp_exposed_s", "embedding_sync_s", "optimizer_s")
+
+
+@lru_cache(maxsize=64)
+def _dims(spec: ModelSpec) -> ModelDims:
+    return model_dims(spec)
+
+
+@lru_cache(maxsize=64)
+def _device(gpu: str, dtype: str) -> DeviceCompute:
+    return load_device(gpu, dtype)
+
+
+def _resolve(spec: ModelSpec | str, cluster: ClusterSpec | str) -> tuple[ModelSpec, ClusterSpec]:
+    spec = load_model(spec) if isinstance(spec, str) else spec
+    cluster = load_cluster(cluster) if isinstance(cluster, str) else cluster
+    return spec, cluster
+
+
+def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dict[str, Any],
+                   options: AnalyzeOptions | None = None, dtype: str = "bf16",
+                   memory: bool = True) -> dict[str, np.ndarray]:
+    """Step time, MFU, HFU, tokens/s, memory and the time breakdown of many configurations at once.
+
+    ``batch`` maps field names to NumPy integer arrays (or scalars), broadcast together:
+    ``tp, pp, dp, cp, ep, vpp, micro_batch, global_batch`` (sequences per step; default micro_batch·dp),
+    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full), ``sequence_parallel`` (0/1),
+    ``schedule`` (0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble), ``flash_attention`` (0/1, default 1),
+    ``seq_len`` (default 2048). Configurations are assumed valid (``distcalc.parallel`` checks them).
+    Returns arrays: ``step_time_s, mfu, hfu, tokens_per_s, memory_bytes`` (worst stage, if ``memory``),
+    the breakdown keys of :data:`BREAKDOWN_KEYS` and ``tp_on_link_s, dp_on_link_s, micro_batches, gpus``.
+    """
+    spec, cluster = _resolve(spec, cluster)
+    out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options)
+    if memory:
+        out["memory_bytes"] = _memory_batch(spec, batch, options, dtype)
+    return out
+
+
+def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOptions | None, dtype: str) -> np.ndarray:
+    from distcalc.analyze.core import normalise_batch
+    from distcalc.memory import memory_worst_stage_bytes_batch
+
+    c = normalise_batch(batch)
+    zero = np.maximum(c["zero"], 1 if (options and options.distributed_optimizer) else 0)
+    return memory_worst_stage_bytes_batch(
+        spec, tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=zero,
+        sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
+        global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
+        flash=c["flash_attention"] != 0, fp8=dtype == "fp8")
+
+
+def config_batch(config: ParallelConfig) -> dict[str, Any]:
+    """The batch fields of one :class:`ParallelConfig`."""
+    return {"tp": config.tp, "pp": config.pp, "dp": config.data_parallel, "cp": config.cp, "ep": config.ep,
+            "vpp": config.vpp, "micro_batch": config.micro_batch, "global_batch": config.global_batch,
+            "zero": config.zero_stage, "recompute": config.recompute.code,
+            "sequence_parallel": int(config.sequence_parallel), "schedule": config.resolved_schedule.code,
+            "flash_attention": int(config.flash_attention), "seq_len": config.seq_len}
+
+
+@dataclass
+class StepReport:
+    """Everything :func:`analyze` computes for one configuration (seconds, bytes, fractions)."""
+
+    model: dict[str, Any]
+    cluster: dict[str, Any]
+    config: dict[str, Any]
+    step_time_s: float
+    mfu: float
+    hfu: float
+    tokens_per_s: float
+    time_breakdown: dict[str, float]
+    communication: list[dict[str, Any]]
+    groups: dict[str, Any]
+    memory: dict[str, Any]
+    fits: bool | None
+    flops: dict[str, Any]
+    options: dict[str, Any]
+    time_to_train_s: float | None = None
+    tokens_budget: float | None = None
+    pipeline: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (design §4 keys first)."""
+        out = {"model": self.model, "step_time_s": self.step_time_s, "mfu": self.mfu, "hfu": self.hfu,
+               "tokens_per_s": self.tokens_per_s, "memory": self.memory, "fits": self.fits,
+               "time_breakdown": self.time_breakdown, "communication": self.communication,
+               "cluster": self.cluster, "config": self.config, "groups": self.groups, "flops": self.flops,
+               "pipeline": self.pipeline, "options": self.options}
+        if self.tokens_budget is not None:
+            out["tokens"] = self.tokens_budget
+            out["time_to_train_s"] = self.time_to_train_s
+        return out
+
+
+def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelConfig,
+            options: AnalyzeOptions | None = None, tokens: float | None = None) -> StepReport:
+    """The full step-time report of one configuration (validated against the model first)."""
+    from distcalc.memory import memory_report
+
+    spec, cluster = _resolve(spec, cluster)
+    options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
+    validate_for_model(config, spec)
+    dtype = config.dtype.value
+    batch = config_batch(config)
+    out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options, details=True)
+    f = lambda key: float(np.ravel(out[key])[0])  # noqa: E731
+    step = f("step_time_s")
+    breakdown = {k: f(k) for k in BREAKDOWN_KEYS}
+    breakdown["total_s"] = step
+    breakdown["tp_on_link_s"] = f("tp_on_link_s")
+    breakdown["dp_on_link_s"] = f("dp_on_link_s")
+    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
+                      options.rank_order)
+    groups = {dim.value: group_of(cluster, dim, keys[dim]).describe() for dim in Dim}
+    for row in out["messages"]:
+        row["topology"] = groups[row["dim"]]["kind"]
+    mem = memory_report(spec, config, cluster.gpu)
+    memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
+    device = _device(cluster.gpu, dtype)
+    report = StepReport(
+        model={"name": spec.name, "parameters": spec.parameters},
+        cluster={**cluster.describe(), "gpus": config.world_size, "nodes": -(-config.world_size // cluster.gpus_per_node)},
+        config=config.model_dump(mode="json"),
+        step_time_s=step, mfu=f("mfu"), hfu=f("hfu"), tokens_per_s=f("tokens_per_s"),
+        time_breakdown=breakdown, communication=out["messages"], groups=groups, memory=memory,
+        fits=getattr(mem, "fits", None),
+        flops={"model_flops_per_step": f("model_flops"), "hardware_flops_per_step": f("hardware_flops"),
+               "peak_flops_per_s": device.peak_flops_per_s,
+               "mfu_formula": "model_flops / (step_time_s * gpus * peak); model_flops = 3 * B*s * forward "
+                              "FLOPs/token (= 72*B*L*s*h^2*(1 + s/6h + V/12hL) for GPT, Korthikanti App. A)",
+               "hfu_formula": "as MFU with recomputed forward FLOPs added (selective: attention core; full: "
+                              "every layer's forward)"},
+        options=options.model_dump(mode="json"),
+        pipeline={"micro_batches": int(f("micro_batches")), "schedule": config.resolved_schedule.value,
+                  "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],
+                  "stage_forward_s": f("stage_forward_s"), "stage_backward_s": f("stage_backward_s")},
+    )
+    if tokens is not None:
+        report.tokens_budget = float(tokens)
+        report.time_to_train_s = float(tokens) / report.tokens_per_s
+    return report

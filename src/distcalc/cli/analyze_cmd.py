@@ -1,0 +1,160 @@
+"""``distcalc analyze``: step time, MFU/HFU and where the time goes, for a model on a cluster preset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.table import Table
+
+from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
+from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
+from distcalc.cluster import load_cluster
+from distcalc.model import load_model
+from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
+
+#: The built-in example (``distcalc analyze`` with no options): Llama 3 70B on 8 DGX H100 nodes with a
+#: Megatron-style configuration (TP inside the node, 4 pipeline stages × 5 interleaved chunks, DP 2,
+#: sequence parallelism, distributed optimizer, FlashAttention), 8192-token sequences, 1M-token batches.
+EXAMPLE = {"model": "llama3-70b", "cluster": "dgx-h100", "gpus": 64, "tp": 8, "pp": 4, "vpp": 5,
+           "micro_batch": 1, "global_batch": 128, "seq_len": 8192, "sequence_parallel": True,
+           "recompute": Recompute.NONE, "distributed_optimizer": True}
+BREAKDOWN_LABELS = {
+    "compute_s": "compute (GEMMs, attention, elementwise)", "recompute_s": "recomputation",
+    "tp_exposed_s": "TP collectives (exposed)", "cp_exposed_s": "CP exchange (exposed)",
+    "ep_exposed_s": "EP all-to-all (exposed)", "pp_p2p_s": "PP send/recv", "bubble_s": "pipeline bubble",
+    "dp_exposed_s": "DP collectives (exposed)", "embedding_sync_s": "tied-embedding sync",
+    "optimizer_s": "optimizer step",
+}
+
+
+def _render(report: StepReport, example: bool) -> None:
+    c, cl = report.config, report.cluster
+    if example:
+        console.print("[dim]built-in example (distcalc analyze --help lists the options)[/dim]")
+    console.print(f"[bold]{report.model['name']}[/bold] ({report.model['parameters'] / 1e9:.1f}B parameters) on "
+                  f"{cl['gpus']}× {cl['gpu']} ({cl['name']}, {cl['nodes']} nodes of {cl['gpus_per_node']})")
+    console.print(f"tp={c['tp']} pp={c['pp']} dp={c['dp']} cp={c['cp']} ep={c['ep']} vpp={c['vpp']} zero={c['zero']}"
+                  f"{' dist-opt' if c['distributed_optimizer'] else ''} sp={'on' if c['sequence_parallel'] else 'off'} "
+                  f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
+                  f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
+                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}")
+    console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
+                  f"HFU {100 * report.hfu:.1f} %  {report.tokens_per_s:,.0f} tokens/s"
+                  + (f"  time to train {report.tokens_budget:.3g} tokens: {report.time_to_train_s / 86400:.2f} days"
+                     if report.time_to_train_s is not None else ""))
+    table = Table(title="time breakdown per step (slowest pipeline stage)")
+    table.add_column("component")
+    table.add_column("time", justify="right")
+    table.add_column("% of step", justify="right")
+    for key, label in BREAKDOWN_LABELS.items():
+        value = report.time_breakdown.get(key, 0.0)
+        if value > 0:
+            table.add_row(label, format_time(value), f"{100 * value / report.step_time_s:.1f}")
+    table.add_row("[bold]step[/bold]", f"[bold]{format_time(report.step_time_s)}[/bold]", "100.0")
+    console.print(table)
+    comm = Table(title="communication per step (per GPU)")
+    for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("size", "right"),
+                          ("count", "right"), ("on link", "right"), ("exposed", "right"), ("algorithm", "left"),
+                          ("topology", "left")):
+        comm.add_column(name, justify=justify)
+    for row in report.communication:
+        comm.add_row(row["dim"], row["collective"], row["phase"], format_size(row["size_bytes"]), f"{row['count']:g}",
+                     format_time(row["time_s"]), format_time(row["exposed_s"]), row["algorithm"], row["topology"])
+    console.print(comm)
+    groups = Table(title="process groups on the cluster")
+    for name in ("dim", "GPUs", "topology", "tier", "nodes", "η·B per GPU"):
+        groups.add_column(name)
+    for dim, g in report.groups.items():
+        if g["gpus"] > 1:
+            bw = g.get("inter_bandwidth_bytes_per_s") or g.get("bandwidth_bytes_per_s")
+            groups.add_row(dim, str(g["gpus"]), g["kind"], g["tier"], str(g.get("nodes", 1)), format_rate(bw))
+    console.print(groups)
+    mem = report.memory
+    total = mem.get("total_bytes")
+    if total is not None:
+        fits = "[green]fits[/green]" if report.fits else "[red]does not fit[/red]"
+        console.print(f"memory (worst stage): {format_size(total)} per GPU -> {fits}  (weights "
+                      f"{format_size(mem.get('weights_bytes', 0))}, optimizer {format_size(mem.get('optimizer_bytes', 0))}, "
+                      f"activations {format_size(mem.get('activations_bytes', 0))})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``analyze`` command."""
+
+    @app.command("analyze")
+    @handle_errors
+    def analyze_command(
+        model: Annotated[Optional[str], typer.Option(help="model preset or config.json/YAML path")] = None,
+        cluster: Annotated[Optional[str], typer.Option(help="cluster preset (dgx-a100, dgx-h100, ...)")] = None,
+        gpu: Annotated[Optional[str], typer.Option(help="GPU preset replacing the cluster's")] = None,
+        gpus: Annotated[Optional[int], typer.Option(help="total GPUs")] = None,
+        tp: Annotated[Optional[int], typer.Option(help="tensor-parallel degree (default 1)")] = None,
+        pp: Annotated[Optional[int], typer.Option(help="pipeline-parallel degree (default 1)")] = None,
+        dp: Annotated[Optional[int], typer.Option(help="data-parallel degree (default gpus/(tp·pp·cp))")] = None,
+        cp: Annotated[Optional[int], typer.Option(help="context-parallel degree (default 1)")] = None,
+        ep: Annotated[Optional[int], typer.Option(help="expert-parallel degree (default 1)")] = None,
+        vpp: Annotated[Optional[int], typer.Option(help="interleaved chunks per pipeline stage")] = None,
+        zero: Annotated[Optional[int], typer.Option(min=0, max=3, help="ZeRO stage 0-3")] = None,
+        distributed_optimizer: Annotated[Optional[bool], typer.Option(help="Megatron distributed optimizer")] = None,
+        sequence_parallel: Annotated[Optional[bool], typer.Option(help="Megatron sequence parallelism")] = None,
+        recompute: Annotated[Optional[Recompute], typer.Option(help="activation recomputation")] = None,
+        micro_batch: Annotated[Optional[int], typer.Option(help="sequences per micro-batch")] = None,
+        global_batch: Annotated[Optional[int], typer.Option(help="sequences per step")] = None,
+        seq_len: Annotated[Optional[int], typer.Option(help="tokens per sequence (default 4096)")] = None,
+        schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
+        dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
+        flash_attention: Annotated[bool, typer.Option(help="fused (flash) attention")] = True,
+        gpus_per_node: Annotated[Optional[int], typer.Option(help="GPUs per node (overrides the cluster)")] = None,
+        intra_bandwidth: Annotated[Optional[str], typer.Option(help="intra-node B per direction, e.g. 300GB/s")] = None,
+        intra_latency: Annotated[Optional[str], typer.Option(help="intra-node α per step, e.g. 3us")] = None,
+        inter_bandwidth: Annotated[Optional[str], typer.Option(help="per-NIC B per direction, e.g. 400Gbps")] = None,
+        inter_latency: Annotated[Optional[str], typer.Option(help="inter-node α per step, e.g. 6us")] = None,
+        order: Annotated[str, typer.Option(help="rank order, innermost first")] = "tp-cp-dp-pp",
+        overlap_grad_reduce: Annotated[bool, typer.Option(help="overlap DP reduction with backward")] = True,
+        tp_overlap: Annotated[float, typer.Option(help="hidden fraction of overlappable TP comm (0-1)")] = 0.0,
+        cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+        tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
+        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
+    ) -> None:
+        """Predict the training step time, MFU and HFU, and show where the time goes."""
+        given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
+                 "distributed_optimizer": distributed_optimizer, "sequence_parallel": sequence_parallel,
+                 "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch,
+                 "seq_len": seq_len, "schedule": schedule}
+        example = model is None and cluster is None and all(v is None for v in given.values())
+        settings: dict[str, Any] = dict(EXAMPLE) if example else {k: v for k, v in given.items() if v is not None}
+        model_name = settings.pop("model", None) or model or EXAMPLE["model"]
+        cluster_name = settings.pop("cluster", None) or cluster or EXAMPLE["cluster"]
+        rates = {name: parse_or_exit(parse_rate, value, f"--{name.replace('_', '-')}") if value else None
+                 for name, value in (("intra_bandwidth", intra_bandwidth), ("inter_bandwidth", inter_bandwidth))}
+        times = {name: parse_or_exit(parse_time, value, f"--{name.replace('_', '-')}") if value else None
+                 for name, value in (("intra_latency", intra_latency), ("inter_latency", inter_latency))}
+        spec = load_model(model_name)
+        cluster_spec = load_cluster(cluster_name, gpu=gpu, gpus_per_node=gpus_per_node,
+                                    intra_bandwidth_bytes_per_s=rates["intra_bandwidth"],
+                                    intra_latency_s=times["intra_latency"],
+                                    inter_bandwidth_bytes_per_s=rates["inter_bandwidth"],
+                                    inter_latency_s=times["inter_latency"])
+        settings.setdefault("seq_len", 4096)
+        config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention)
+        options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
+                                 overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
+                                 cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer)
+        report = analyze(spec, cluster_spec, config, options, tokens=tokens)
+        if plot is not None:
+            from distcalc.plots_analyze import plot_analysis
+
+            plot_analysis(report, plot)
+        if json_output:
+            payload = report.to_dict()
+            if plot is not None:
+                payload["plot"] = str(plot)
+            emit_json(payload)
+            return
+        _render(report, example)
+        if plot is not None:
+            console.print(f"plot written to {plot}")

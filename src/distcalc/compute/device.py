@@ -1,0 +1,186 @@
+"""Kernel time models of one GPU: GEMMs (tile and wave quantisation, serial epilogue, roofline) and
+memory-bound elementwise kernels. Every function works elementwise on NumPy arrays.
+
+GEMM model (``C[m×n] = A[m×k]·B[k×n]``, ``batch`` independent problems). A cuBLAS/CUTLASS kernel gives
+each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one tile per SM:
+
+* tiles = batch·⌈m/tm⌉·⌈n/tn⌉, waves = ⌈tiles / S⌉ (S = SM count). The main loop of one wave costs
+  ``2·tm·tn·k / (P·η_core·ρ(tile) / S)``; a partly filled last wave and tiles hanging over the matrix edge
+  cost as much as full ones — *wave* and *tile quantisation* (NVIDIA, "Matrix Multiplication Background
+  User's Guide", Deep Learning Performance docs, sections "Tile quantization" and "Wave quantization").
+* ρ(tile) = min(1, I_tile · B_L2 / P) with I_tile = tm·tn/(tm+tn) FLOP per byte of A/B tile traffic:
+  a small tile needs more L2 bandwidth per FLOP and cannot keep the tensor cores busy (same guide,
+  "Dimension quantization effects" / arithmetic intensity of tiles).
+* The epilogue writes C (``out_bytes`` per element: 2 for bf16; 8 for a weight-gradient GEMM that
+  accumulates into an fp32 ``main_grad``, read + write, Megatron-LM ``gradient_accumulation_fusion``)
+  after the main loop; on Ampere-style kernels it is not overlapped, so it adds ``C_bytes / (B_HBM·η_mem)``
+  (CUTLASS docs, "Efficient GEMM in CUDA", epilogue). This makes small-``k`` GEMMs slower per FLOP.
+* The kernel cannot run faster than streaming its operands once: time ≥ (A+B+C bytes) / (B_HBM·η_mem)
+  (roofline, Williams et al. 2009). cuBLAS picks the faster of its large tiles (256×128, 128×256) for
+  problems that fill the GPU, and smaller tiles only when a large-tile grid is less than one wave.
+* Each kernel costs at least ``kernel_overhead_s`` (launch and tail).
+
+``η_core`` is not fitted to training runs: :func:`core_efficiency_from_mamf` solves it so that this model
+reproduces the *published maximum achievable matmul FLOP/s* (MAMF) of the GPU at the best shape that
+benchmark found (Bekman, ml-engineering ``compute/accelerator/README.md``, "Maximum Achievable Matmul
+FLOPS comparison table"); all other shapes then follow from the quantisation terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+from distcalc.errors import ConfigError
+
+ArrayLike = Any
+
+#: Output tiles (tm, tn) that cuBLAS/CUTLASS tensor-core kernels use (CUTLASS sm80/sm90 default tiles).
+TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+#: Tiles cuBLAS uses for problems that fill the GPU.
+LARGE_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256))
+
+
+@dataclass(frozen=True)
+class DeviceCompute:
+    """Compute parameters of one GPU for one dtype (plain floats; units in the names)."""
+
+    name: str
+    peak_flops_per_s: float  #: dense tensor-core peak for the training dtype
+    hbm_bandwidth_bytes_per_s: float
+    sm_count: int
+    l2_bandwidth_bytes_per_s: float
+    gemm_core_efficiency: float  #: η_core: main-loop fraction of peak (from MAMF)
+    memory_efficiency: float  #: η_mem: achievable fraction of HBM bandwidth for streaming kernels
+    kernel_overhead_s: float  #: per-kernel launch + tail time
+    flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
+    flash_backward_efficiency: float
+
+    @property
+    def memory_bandwidth_bytes_per_s(self) -> float:
+        """Achievable HBM bandwidth ``B_HBM·η_mem``."""
+        return self.hbm_bandwidth_bytes_per_s * self.memory_efficiency
+
+
+def _ceil_div(a: ArrayLike, b: float) -> ArrayLike:
+    return np.ceil(np.divide(a, b))
+
+
+def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float) -> float:
+    """ρ(tile) = min(1, I_tile·B_L2/P), I_tile = tm·tn/(tm+tn) FLOP/byte (bf16 operands)."""
+    intensity = tm * tn / (tm + tn)
+    return min(1.0, intensity * l2_bandwidth_bytes_per_s / peak_flops_per_s)
+
+
+def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
+                     peak_flops_per_s: float, l2_bandwidth: float) -> ArrayLike:
+    """Main-loop time at η_core = 1 of the tile cuBLAS would pick: the fastest of the large tiles
+    (:data:`LARGE_TILES`); the small tiles only when a large-tile grid does not fill one wave of SMs
+    (cuBLAS heuristics trade tile efficiency against quantisation only for small problems)."""
+    best_large = best_small = None
+    large_tiles_max = None
+    for tm, tn in TILES:
+        rho = tile_efficiency(tm, tn, peak_flops_per_s, l2_bandwidth)
+        tiles = np.multiply(batch, _ceil_div(m, tm) * _ceil_div(n, tn))
+        waves = _ceil_div(tiles, sm_count)
+        time = waves * (2.0 * tm * tn) * np.asarray(k, dtype=float) * sm_count / (peak_flops_per_s * rho)
+        if (tm, tn) in LARGE_TILES:
+            best_large = time if best_large is None else np.minimum(best_large, time)
+            large_tiles_max = tiles if large_tiles_max is None else np.maximum(large_tiles_max, tiles)
+        else:
+            best_small = time if best_small is None else np.minimum(best_small, time)
+    return np.where(large_tiles_max < sm_count, np.minimum(best_large, best_small), best_large)
+
+
+def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
+                in_bytes: ArrayLike = 2, out_bytes: ArrayLike = 2) -> ArrayLike:
+    """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty."""
+    mainloop = _mainloop_time_s(batch, m, n, k, device.sm_count, device.peak_flops_per_s,
+                                device.l2_bandwidth_bytes_per_s) / device.gemm_core_efficiency
+    bw = device.memory_bandwidth_bytes_per_s
+    c_bytes = np.multiply(batch, np.multiply(m, n)) * np.asarray(out_bytes, dtype=float)
+    ab_bytes = np.multiply(batch, np.multiply(m, k) + np.multiply(k, n)) * np.asarray(in_bytes, dtype=float)
+    compute = mainloop + c_bytes / bw
+    stream = (ab_bytes + c_bytes) / bw
+    work = np.multiply(batch, np.multiply(np.multiply(m, n), k))
+    return np.where(work > 0, np.maximum(compute, stream) + device.kernel_overhead_s, 0.0)
+
+
+def gemm_efficiency(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
+                    out_bytes: ArrayLike = 2) -> ArrayLike:
+    """Achieved fraction of peak: ``2·batch·m·n·k / (time · P)``."""
+    flops = 2.0 * np.multiply(batch, np.multiply(np.multiply(m, n), k))
+    return flops / (gemm_time_s(batch, m, n, k, device, out_bytes=out_bytes) * device.peak_flops_per_s)
+
+
+def elementwise_time_s(bytes_moved: ArrayLike, device: DeviceCompute, kernels: ArrayLike = 1) -> ArrayLike:
+    """Memory-bound kernels: ``bytes / (B_HBM·η_mem) + kernels·overhead`` (0 kernels → 0)."""
+    return (np.asarray(bytes_moved, dtype=float) / device.memory_bandwidth_bytes_per_s
+            + np.multiply(kernels, device.kernel_overhead_s))
+
+
+def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, int], peak_flops_per_s: float,
+                              hbm_bandwidth_bytes_per_s: float, memory_efficiency: float, sm_count: int,
+                              l2_bandwidth_bytes_per_s: float) -> float:
+    """Solve η_core so that :func:`gemm_time_s` of the MAMF benchmark's best ``(m, n, k)`` equals
+    ``2mnk / MAMF``. (The epilogue and the main loop add: t = t_main(η=1)/η_core + C/(B·η_mem).)"""
+    m, n, k = shape
+    measured_s = 2.0 * m * n * k / mamf_flops_per_s
+    epilogue_s = m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
+    main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s))
+    if measured_s <= epilogue_s:
+        raise ConfigError(f"MAMF {mamf_flops_per_s:.3g} FLOP/s is inconsistent with the HBM bandwidth")
+    return min(1.0, main_s / (measured_s - epilogue_s))
+
+
+def _load_table() -> dict[str, Any]:
+    path = Path(__file__).resolve().parents[1] / "presets" / "compute.yaml"
+    return yaml.safe_load(path.read_text())
+
+
+def compute_preset_names() -> list[str]:
+    """GPU names with compute-efficiency presets."""
+    return sorted(_load_table()["gpus"])
+
+
+def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
+    """Build :class:`DeviceCompute` for a GPU (a :class:`distcalc.hardware.GpuSpec` or a preset name):
+    peak FLOP/s and HBM from the GPU preset, the kernel-efficiency numbers from ``presets/compute.yaml``."""
+    if isinstance(gpu, str):
+        from distcalc.hardware import load_gpu
+
+        gpu = load_gpu(gpu)
+    table = _load_table()
+    name = getattr(gpu, "name", str(gpu))
+    entry = table["gpus"].get(name)
+    if entry is None:
+        raise ConfigError(f"no compute-efficiency preset for GPU {name!r}; known: {', '.join(sorted(table['gpus']))}")
+    peak = _peak_for_dtype(gpu, dtype)
+    hbm = float(gpu.hbm_bandwidth_bytes_per_s)
+    mem_eff = float(entry["memory_efficiency"])
+    sm = int(entry["sm_count"])
+    l2 = float(entry["l2_bandwidth_bytes_per_s"])
+    mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / _peak_for_dtype(gpu, "bf16")
+    core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2)
+    return DeviceCompute(
+        name=name, peak_flops_per_s=peak, hbm_bandwidth_bytes_per_s=hbm, sm_count=sm,
+        l2_bandwidth_bytes_per_s=l2, gemm_core_efficiency=core, memory_efficiency=mem_eff,
+        kernel_overhead_s=float(entry["kernel_overhead_s"]),
+        flash_forward_efficiency=float(entry["flash_forward_efficiency"]),
+        flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
+    )
+
+
+def _peak_for_dtype(gpu: Any, dtype: str) -> float:
+    peaks = gpu.peak_flops_per_s
+    key = getattr(dtype, "value", dtype)
+    if isinstance(peaks, dict):
+        for candidate in (key, str(key).lower()):
+            if candidate in peaks:
+                return float(peaks[candidate])
+        raise ConfigError(f"GPU {gpu.name!r} has no peak FLOP/s for dtype {key!r}; known: {', '.join(peaks)}")
+    return float(peaks)

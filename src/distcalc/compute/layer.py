@@ -1,0 +1,184 @@
+"""Per-GPU compute time of one transformer layer (and the embedding / output head) for one micro-batch.
+
+Operations of a Megatron-LM GPT layer on one tensor-parallel rank (t = TP, T = b·s/cp tokens, Tₑ = T/t
+with sequence parallelism else T — the residual-stream elementwise work that SP shards; Korthikanti et
+al. 2022 §4.2.2):
+
+* GEMMs ``(batch, m, n, k)``: QKV ``(1, T, qkv/t, h)``, output projection ``(1, T, h, a·d_v/t)``, MLP
+  ``(1, T, m·f/t, h)`` and ``(1, T, h, f/t)`` (m = 2 for a gated MLP's fused gate+up); MoE layers:
+  router ``(1, T, E, h)`` and the local experts as a grouped GEMM ``(E/ep, T·k·ep/E, m·f_e/t, h)``,
+  ``(E/ep, T·k·ep/E, h, f_e/t)``, plus shared experts as a dense MLP. Backward of each: the input
+  gradient ``(batch, m, k, n)`` and the weight gradient ``(batch, k, n, m)``, the latter accumulating into
+  an fp32 ``main_grad`` (8 bytes read+write per output element, Megatron-LM gradient-accumulation fusion).
+* Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
+  ``(b·a/t, s/cp, d_v, s)``; the fused scale-mask-softmax reads and writes the ``b·(a/t)·(s/cp)·s``
+  scores (4 bytes/element forward, 6 backward) and attention dropout reads, writes and stores a 1-byte
+  mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
+  With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
+  device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
+  efficiency (Dao 2023, FlashAttention-2, §3).
+* Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
+  norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
+  6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
+  6 B backward; SwiGLU 6 B / 10 B per f-element. RoPE on q and k: 4 B each way.
+
+Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
+FlashAttention, whose backward already recomputes); full re-runs the layer's forward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s
+from distcalc.compute.flops import ModelDims
+
+ArrayLike = Any
+
+#: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
+WGRAD_ACCUMULATE_BYTES = 8.0
+ACT_BYTES = 2.0  # bf16/fp16 activations
+
+
+@dataclass(frozen=True)
+class LayerTimes:
+    """Compute seconds of one layer for one micro-batch on one GPU (arrays over configurations)."""
+
+    forward_s: ArrayLike
+    backward_s: ArrayLike  #: without recomputation
+    recompute_s: ArrayLike  #: extra forward work re-run during the backward pass
+    forward_gemm_s: ArrayLike
+    forward_attention_s: ArrayLike
+    forward_elementwise_s: ArrayLike
+    backward_wgrad_s: ArrayLike  #: weight-gradient GEMMs (window that hides overlapped TP collectives)
+    backward_dgrad_s: ArrayLike  #: input-gradient GEMMs
+
+    def total_s(self) -> ArrayLike:
+        """Forward + backward + recompute."""
+        return self.forward_s + self.backward_s + self.recompute_s
+
+
+def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
+                  device: DeviceCompute) -> tuple[ArrayLike, ArrayLike, ArrayLike]:
+    """(forward, dgrad, wgrad) seconds of a weight GEMM ``[m×k]·[k×n]``."""
+    fwd = gemm_time_s(batch, m, n, k, device)
+    dgrad = gemm_time_s(batch, m, k, n, device)
+    wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=WGRAD_ACCUMULATE_BYTES)
+    return fwd, dgrad, wgrad
+
+
+def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
+                    cp: ArrayLike, flash: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of the attention core (scores, softmax, dropout, values)."""
+    heads = np.divide(dims.heads, t)
+    sq = np.divide(s, cp)
+    batch = np.multiply(b, heads)
+    d, dv = dims.head_dim, dims.v_head_dim
+    # unfused path (Megatron CoreAttention): 2 batched GEMMs forward, 4 backward, softmax and dropout
+    scores = gemm_time_s(batch, sq, s, d, device)
+    values = gemm_time_s(batch, sq, dv, s, device)
+    bwd_gemms = (gemm_time_s(batch, sq, d, s, device) + gemm_time_s(batch, s, d, sq, device)
+                 + gemm_time_s(batch, sq, s, dv, device) + gemm_time_s(batch, s, dv, sq, device))
+    elements = batch * sq * np.asarray(s, dtype=float)
+    drop = 1.0 if dims.attention_dropout else 0.0
+    fwd_el = elementwise_time_s(elements * (4.0 + 5.0 * drop), device, 1 + drop)
+    bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
+    unfused_fwd = scores + values + fwd_el
+    unfused_bwd = bwd_gemms + bwd_el
+    # FlashAttention: causal forward FLOPs = ½ · 2·2·(s/cp)·s·d per (batch·head)
+    flash_fwd_flops = 0.5 * 2.0 * batch * sq * np.asarray(s, dtype=float) * (d + dv)
+    flash_fwd = flash_fwd_flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
+    flash_bwd = 2.5 * flash_fwd_flops / (device.peak_flops_per_s * device.flash_backward_efficiency) \
+        + device.kernel_overhead_s
+    use_flash = np.asarray(flash) != 0
+    return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
+
+
+def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
+                tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
+                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False) -> LayerTimes:
+    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU."""
+    b, s, t = micro_batch, seq_len, tp
+    h = dims.hidden
+    tokens = np.multiply(b, np.divide(s, cp))
+    sp = np.asarray(sequence_parallel) != 0
+    stream = np.where(sp, np.divide(tokens, t), tokens) * h  # residual-stream elements on this rank
+
+    gemms = [
+        (1, tokens, np.divide(dims.qkv_width, t), h),
+        (1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t)),
+    ]
+    m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
+    if moe:
+        local = np.divide(dims.experts, ep)
+        per_expert = tokens * dims.top_k / local
+        gemms += [(1, tokens, dims.experts, h),
+                  (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
+                  (local, per_expert, h, np.divide(dims.expert_ffn, t))]
+        if dims.shared_ffn:
+            gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
+        act_elements = tokens * (dims.top_k * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
+        permute_bytes = 4.0 * ACT_BYTES * tokens * dims.top_k * h  # permute + unpermute, read + write
+    else:
+        gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
+        act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
+        permute_bytes = 0.0
+
+    fwd_gemm = dgrad = wgrad = 0.0
+    for batch, mm, nn, kk in gemms:
+        f, dg, wg = _gemm_fwd_bwd(batch, mm, nn, kk, device)
+        fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
+
+    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
+
+    drop = 1.0 if dims.hidden_dropout else 0.0
+    act_fwd_b, act_bwd_b = (6.0, 10.0) if dims.gated else (4.0, 6.0)
+    rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
+        if dims.rope else 0.0
+    fwd_bytes = stream * (2 * 4.0 + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * 4.0 + permute_bytes
+    bwd_bytes = stream * (2 * 8.0 + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * 4.0 + permute_bytes
+    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0)
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
+
+    forward = fwd_gemm + attn_fwd + fwd_el
+    backward = dgrad + wgrad + attn_bwd + bwd_el
+    r = np.asarray(recompute)
+    flash = np.asarray(flash_attention) != 0
+    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, 0.0))
+    return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
+                      forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
+                      backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)
+
+
+@dataclass(frozen=True)
+class HeadTimes:
+    """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch."""
+
+    embedding_forward_s: ArrayLike
+    embedding_backward_s: ArrayLike
+    output_forward_s: ArrayLike
+    output_backward_s: ArrayLike
+
+
+def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
+               tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0) -> HeadTimes:
+    """Embedding lookup (write Tₑ·h; backward: PyTorch's dense embedding gradient — zero and write the
+    V/t × h table in 16 bit, read it and accumulate into the fp32 ``main_grad``: 14 bytes per table
+    element, plus reading the T·h output gradient), final norm, logits GEMM ``(1, T, V/t, h)`` with its two
+    backward GEMMs, and the vocabulary-parallel cross-entropy in fp32 (unfused PyTorch ops: ~20 bytes per
+    logit forward, ~10 backward; Megatron-LM ``tensor_parallel/cross_entropy.py``)."""
+    tokens = np.multiply(micro_batch, np.divide(seq_len, cp))
+    sp = np.asarray(sequence_parallel) != 0
+    stream = np.where(sp, np.divide(tokens, tp), tokens) * dims.hidden
+    emb_f = elementwise_time_s(stream * 2.0 * 2, device, 2)
+    vocab_t = np.divide(dims.vocab, tp)
+    emb_b = elementwise_time_s(tokens * dims.hidden * 2.0 + vocab_t * dims.hidden * 14.0, device, 3)
+    f, dg, wg = _gemm_fwd_bwd(1, tokens, vocab_t, dims.hidden, device)
+    logits = tokens * vocab_t
+    out_f = f + elementwise_time_s(logits * 20.0 + stream * 4.0, device, 6)
+    out_b = dg + wg + elementwise_time_s(logits * 10.0 + stream * 8.0, device, 3)
+    return HeadTimes(emb_f, emb_b, out_f, out_b)

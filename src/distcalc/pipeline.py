@@ -1,0 +1,243 @@
+"""Pipeline schedules: bubble, step time, in-flight micro-batches, and an event simulator of the schedule.
+
+Symbols: p stages, m micro-batches per step (per data-parallel rank), v model chunks per stage
+(interleaved), t_f / t_b / t_w the forward, backward-input and backward-weight time of ONE micro-batch on
+ONE stage (all its chunks; for schedules that do not split the backward, t_b includes t_w).
+
+Closed forms (vectorised over NumPy arrays; schedule codes as :class:`distcalc.parallel.Schedule.code`:
+gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3):
+
+* GPipe (Huang et al. 2019) and 1F1B (PipeDream-Flush, Narayanan et al. 2021 §2.2.1):
+  ``T = (m + p − 1)·(t_f + t_b)``; bubble fraction ``(p − 1)/m`` of the ideal ``m·(t_f + t_b)``.
+* Interleaved 1F1B (Narayanan et al. 2021 §2.2.2): ``T = (m + (p − 1)/v)·(t_f + t_b)``; bubble
+  ``(p − 1)/(v·m)``; needs m a multiple of p (Megatron-LM).
+* ZB-H1 (Qi et al. 2023, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241, §3.1 and Fig. 3): the
+  backward is split into B (input gradient, on the critical path) and W (weight gradient, deferred to
+  fill the bubbles); ``T = m·(t_f + t_b + t_w) + (p − 1)·(t_f + t_b − t_w)`` (t_w ≤ t_f + t_b), i.e. a
+  third of the 1F1B bubble when t_f = t_b = t_w, with the same activation memory as 1F1B.
+
+Stages that are not equally loaded (the last stage also computes the logits): in the steady state every
+stage waits for the slowest, so ``T ≈ (m − 1 + …)`` uses ``t_max`` for the m steady-state slots and the
+mean stage time for the fill/drain (:func:`pipeline_time_s`); :func:`simulate_schedule` checks it.
+
+In-flight micro-batches (activation memory) per stage s (0 = first): GPipe m; 1F1B and ZB-H1
+``min(m, p − s)``; interleaved Megatron warm-up ``2(p − s − 1) + (v − 1)·p + 1`` chunk micro-batches,
+i.e. ``/v`` stage micro-batches — for s = 0, ``p·(1 + (p − 1)/(p·v))`` (Korthikanti et al. 2022 §4.2.3).
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distcalc.errors import ConfigError
+from distcalc.parallel import SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE
+
+ArrayLike = Any
+
+
+def bubble_fraction(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike, vpp: ArrayLike = 1,
+                    weight_fraction: ArrayLike = 1.0 / 3.0) -> ArrayLike:
+    """Idle time of a stage as a fraction of its ideal busy time ``m·(t_f + t_b)`` (uniform stages).
+
+    ``weight_fraction`` = t_w / (t_f + t_b + t_w) for ZB-H1 (1/3 when F, B, W cost the same)."""
+    p = np.asarray(pp, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    v = np.asarray(vpp, dtype=float)
+    s = np.asarray(schedule)
+    w = np.asarray(weight_fraction, dtype=float)
+    base = (p - 1.0) / m
+    return np.where(s == SCHEDULE_INTERLEAVED, base / v,
+                    np.where(s == SCHEDULE_ZERO_BUBBLE, base * np.maximum(1.0 - 2.0 * w, 0.0), base))
+
+
+def pipeline_time_s(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike, vpp: ArrayLike,
+                    stage_max_s: ArrayLike, stage_mean_s: ArrayLike, weight_s: ArrayLike = 0.0) -> ArrayLike:
+    """Time of the pipelined part of a step.
+
+    ``stage_max_s`` / ``stage_mean_s``: forward+backward time of one micro-batch on the slowest / an
+    average stage (P2P on the critical path included); ``weight_s``: the W part of the slowest stage's
+    backward (only the zero-bubble schedule moves it). Steady state runs at the slowest stage:
+    ``m·t_max`` plus a fill/drain of ``(p − 1)/v·t_mean`` (GPipe, 1F1B: v = 1; ZB-H1: the drain is
+    shortened by W, ``(p − 1)·max(t_mean − 2·t_w, 0)``)."""
+    p = np.asarray(pp, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    v = np.where(np.asarray(schedule) == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
+    fill = (p - 1.0) / v * np.asarray(stage_mean_s)
+    zb_fill = (p - 1.0) * np.maximum(np.asarray(stage_mean_s) - 2.0 * np.asarray(weight_s), 0.0)
+    fill = np.where(np.asarray(schedule) == SCHEDULE_ZERO_BUBBLE, zb_fill, fill)
+    return m * np.asarray(stage_max_s) + fill
+
+
+def in_flight_micro_batches(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike, vpp: ArrayLike = 1,
+                            stage: ArrayLike = 0) -> ArrayLike:
+    """Micro-batches whose activations stage ``stage`` holds at its peak (in units of one full stage's
+    activations; interleaved chunk micro-batches count 1/v)."""
+    p = np.asarray(pp, dtype=float)
+    m = np.asarray(micro_batches, dtype=float)
+    v = np.asarray(vpp, dtype=float)
+    s = np.asarray(stage, dtype=float)
+    s_code = np.asarray(schedule)
+    one_f_one_b = np.minimum(m, p - s)
+    interleaved = np.minimum(m * v, 2.0 * (p - s - 1.0) + (v - 1.0) * p + 1.0) / v
+    return np.where(s_code == SCHEDULE_GPIPE, m, np.where(s_code == SCHEDULE_INTERLEAVED, interleaved, one_f_one_b))
+
+
+def p2p_transfers_per_micro_batch(schedule: ArrayLike, pp: ArrayLike, vpp: ArrayLike = 1) -> ArrayLike:
+    """Send/Recv of one stage per micro-batch in EACH direction: v chunk boundaries (0 without pipeline)."""
+    v = np.where(np.asarray(schedule) == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
+    return np.where(np.asarray(pp) > 1, v, 0.0)
+
+
+# ----------------------------------------------------------------------------------------------- simulator
+@dataclass(frozen=True)
+class Event:
+    """One operation on the timeline: kind 'F', 'B' or 'W' of micro-batch ``micro_batch``, model chunk
+    ``chunk`` on stage ``stage``, from ``start_s`` to ``end_s``."""
+
+    stage: int
+    kind: str
+    micro_batch: int
+    chunk: int
+    start_s: float
+    end_s: float
+
+
+@dataclass
+class Timeline:
+    """The simulated schedule: events and the makespan (seconds)."""
+
+    events: list[Event] = field(default_factory=list)
+    makespan_s: float = 0.0
+
+    def busy_s(self, stage: int) -> float:
+        """Busy time of one stage."""
+        return sum(e.end_s - e.start_s for e in self.events if e.stage == stage)
+
+    def bubble_fraction(self, stage: int = 0) -> float:
+        """Idle time of ``stage`` over the makespan, relative to its busy time."""
+        busy = self.busy_s(stage)
+        return (self.makespan_s - busy) / busy
+
+
+def _one_f_one_b_order(p: int, s: int, m: int) -> list[tuple[str, int, int]]:
+    warm = min(p - s - 1, m)
+    order = [("F", i, 0) for i in range(warm)]
+    for i in range(m - warm):
+        order += [("F", warm + i, 0), ("B", i, 0)]
+    order += [("B", i, 0) for i in range(m - warm, m)]
+    return order
+
+
+def _interleaved_order(p: int, s: int, m: int, v: int) -> list[tuple[str, int, int]]:
+    """Megatron-LM ``forward_backward_pipelining_with_interleaving`` order (m a multiple of p)."""
+    total = m * v
+
+    def fwd(k: int) -> tuple[str, int, int]:
+        return ("F", (k // (p * v)) * p + k % p, (k // p) % v)
+
+    def bwd(k: int) -> tuple[str, int, int]:
+        return ("B", (k // (p * v)) * p + k % p, v - 1 - (k // p) % v)
+
+    warm = min((p - s - 1) * 2 + (v - 1) * p, total)
+    order = [fwd(k) for k in range(warm)]
+    for i in range(total - warm):
+        order += [fwd(warm + i), bwd(i)]
+    order += [bwd(k) for k in range(total - warm, total)]
+    return order
+
+
+def schedule_orders(schedule: int, p: int, m: int, v: int = 1) -> list[list[tuple[str, int, int]]]:
+    """Per-stage operation order (kind, micro-batch, chunk) of a schedule code."""
+    if schedule == SCHEDULE_GPIPE:
+        return [[("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)] for _ in range(p)]
+    if schedule == SCHEDULE_INTERLEAVED:
+        if m % p:
+            raise ConfigError(f"interleaved schedule needs micro-batches({m}) to be a multiple of pp({p})")
+        return [_interleaved_order(p, s, m, v) for s in range(p)]
+    if schedule in (SCHEDULE_1F1B, SCHEDULE_ZERO_BUBBLE):
+        return [_one_f_one_b_order(p, s, m) for s in range(p)]
+    raise ConfigError(f"unknown schedule code {schedule}; valid: 0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble")
+
+
+def simulate_schedule(schedule: int, pp: int, micro_batches: int, vpp: int = 1, forward_s: Any = 1.0,
+                      backward_s: Any = 2.0, weight_s: Any = 0.0, p2p_s: float = 0.0) -> Timeline:
+    """Discrete-event simulation of a pipeline schedule.
+
+    ``forward_s``/``backward_s``/``weight_s``: per-stage times of ONE micro-batch over all chunks of the
+    stage (scalars or sequences of length p); each chunk takes 1/v of it. ``backward_s`` includes W except
+    for the zero-bubble schedule, where W is a separate op that a stage runs whenever its next F/B is not
+    ready (greedy bubble filling as in ZB-H1), and otherwise right after its B. ``p2p_s`` delays every
+    cross-stage dependency. Dependencies: F of virtual stage j needs F of j−1; B of j needs B of j+1 (the
+    last virtual stage's B needs its own F); W needs its B.
+    """
+    p, m = int(pp), int(micro_batches)
+    v = int(vpp) if schedule == SCHEDULE_INTERLEAVED else 1
+    zb = schedule == SCHEDULE_ZERO_BUBBLE
+    fwd = np.broadcast_to(np.asarray(forward_s, dtype=float), (p,)) / v
+    bwd = np.broadcast_to(np.asarray(backward_s, dtype=float), (p,)) / v
+    wgt = np.broadcast_to(np.asarray(weight_s if zb else 0.0, dtype=float), (p,)) / v
+    orders = schedule_orders(schedule, p, m, v)
+    done: dict[tuple[str, int, int], float] = {}  # (kind, micro-batch, virtual stage) -> end time
+    position = [0] * p
+    pending_w: list[list[tuple[int, int]]] = [[] for _ in range(p)]
+    free = [0.0] * p
+    timeline = Timeline()
+    last_virtual = p * v - 1
+
+    def ready_time(stage: int, op: tuple[str, int, int]) -> float | None:
+        kind, mb, chunk = op
+        j = chunk * p + stage
+        if kind == "F":
+            if j == 0:
+                return 0.0
+            dep = done.get(("F", mb, j - 1))
+            return None if dep is None else dep + p2p_s
+        if j == last_virtual:
+            return done.get(("F", mb, j))
+        dep = done.get(("B", mb, j + 1))
+        return None if dep is None else dep + p2p_s
+
+    heap = [(0.0, s) for s in range(p)]
+    waiting: dict[int, float] = {}
+    while heap:
+        now, s = heapq.heappop(heap)
+        if position[s] >= len(orders[s]):
+            if pending_w[s]:
+                mb, chunk = pending_w[s].pop(0)
+                end = now + wgt[s]
+                timeline.events.append(Event(s, "W", mb, chunk, now, end))
+                free[s] = end
+                heapq.heappush(heap, (end, s))
+            continue
+        op = orders[s][position[s]]
+        ready = ready_time(s, op)
+        over_limit = len(pending_w[s]) > s  # ZB-H1: stage s may defer s W's (its 1F1B memory is p − s)
+        if zb and pending_w[s] and (ready is None or ready > now or over_limit):
+            mb, chunk = pending_w[s].pop(0)
+            end = now + wgt[s]
+            timeline.events.append(Event(s, "W", mb, chunk, now, end))
+            heapq.heappush(heap, (end, s))
+            continue
+        if ready is None:  # dependency not yet scheduled: wait until another stage schedules something
+            waiting[s] = now
+            continue
+        kind, mb, chunk = op
+        start = max(now, ready)
+        end = start + (fwd[s] if kind == "F" else bwd[s])
+        done[(kind, mb, chunk * p + s)] = end
+        timeline.events.append(Event(s, kind, mb, chunk, start, end))
+        position[s] += 1
+        if zb and kind == "B":
+            pending_w[s].append((mb, chunk))
+        heapq.heappush(heap, (end, s))
+        for other, since in waiting.items():
+            heapq.heappush(heap, (since, other))
+        waiting.clear()
+    if any(position[s] < len(orders[s]) for s in range(p)):
+        raise ConfigError("pipeline schedule deadlocked (inconsistent operation order)")
+    timeline.makespan_s = max(e.end_s for e in timeline.events)
+    return timeline

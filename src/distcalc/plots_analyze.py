@@ -1,0 +1,73 @@
+"""Figure of ``distcalc analyze --plot``: the step-time breakdown and the pipeline timeline.
+
+matplotlib is imported lazily (Agg backend) so the library works without the ``plot`` extra.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from distcalc.parallel import Schedule
+from distcalc.pipeline import simulate_schedule
+
+#: Breakdown components drawn (key, label)
+COMPONENTS = (
+    ("compute_s", "compute"), ("recompute_s", "recompute"), ("tp_exposed_s", "TP comm"),
+    ("cp_exposed_s", "CP comm"), ("ep_exposed_s", "EP comm"), ("pp_p2p_s", "PP p2p"),
+    ("bubble_s", "pipeline bubble"), ("dp_exposed_s", "DP comm (exposed)"),
+    ("embedding_sync_s", "embedding sync"), ("optimizer_s", "optimizer"),
+)
+MAX_TIMELINE_MICRO_BATCHES = 16
+
+
+def timeline_for(report: Any) -> tuple[Any, int]:
+    """Simulated schedule of the report's pipeline (at most 16 micro-batches shown, rounded to pp)."""
+    pipe = report.pipeline
+    pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
+    schedule = Schedule(pipe["schedule"]).code
+    shown = min(int(pipe["micro_batches"]), max(MAX_TIMELINE_MICRO_BATCHES, pp))
+    if schedule == Schedule.INTERLEAVED.code:
+        shown = max(pp, shown - shown % pp)
+    forward, backward = pipe["stage_forward_s"], pipe["stage_backward_s"]
+    weight = backward / 2 if schedule == Schedule.ZERO_BUBBLE.code else 0.0
+    timeline = simulate_schedule(schedule, pp, shown, vpp, forward, backward - weight, weight)
+    return timeline, shown
+
+
+def plot_analysis(report: Any, path: Path | str) -> None:
+    """Write a PNG: left, the step time by component; right, the pipeline timeline (F/B/W per stage)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1, 2]})
+    parts = [(label, report.time_breakdown.get(key, 0.0)) for key, label in COMPONENTS]
+    parts = [(label, value) for label, value in parts if value > 0]
+    start = 0.0
+    for label, value in parts:
+        left.barh([0], [value], left=[start], label=f"{label} {value:.3g} s")
+        start += value
+    left.set_yticks([])
+    left.set_xlabel("seconds per step")
+    left.set_title(f"step {report.step_time_s:.3g} s, MFU {100 * report.mfu:.1f} %")
+    left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
+
+    timeline, shown = timeline_for(report)
+    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green"}
+    for event in timeline.events:
+        right.barh(event.stage, event.end_s - event.start_s, left=event.start_s, color=colours[event.kind],
+                   edgecolor="white", linewidth=0.3)
+    right.invert_yaxis()
+    right.set_xlabel("seconds")
+    right.set_ylabel("pipeline stage")
+    total = int(report.pipeline["micro_batches"])
+    note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
+    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward, W weight-grad")
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
+    right.legend(handles, list(colours), fontsize=7, loc="lower right")
+    fig.suptitle(f"{report.model['name']} on {report.cluster['gpus']}× {report.cluster['gpu']} ({report.cluster['name']})")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
