@@ -178,7 +178,8 @@ def collective_command(
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
         from distcalc.calibration import calibrated_topology, load_calibration
 
-        topo = calibrated_topology(topo, kind_name, load_calibration(calibration), sizes[0] if len(sizes) == 1 else None)
+        topo = calibrated_topology(topo, kind_name, load_calibration(calibration),
+                                   sizes[0] if len(sizes) == 1 else None)
     choice = parse_algorithm(algorithm)
     if kind_name != SEND_RECV and choice not in ("auto", "all") and choice not in valid_algorithms(kind_name, topo):
         collective_cost(kind_name, sizes[0], topo, choice)  # raises AlgorithmError listing the valid ones
@@ -187,7 +188,8 @@ def collective_command(
     if plot:
         _plot(plot, kind_name, sizes, topo, choice, src, dst)
     if json_output:
-        emit_json(dict(_payload(kind_name, topo, per_size, bounds, plot), **({"calibration": calibration} if calibration else {})))
+        payload = _payload(kind_name, topo, per_size, bounds, plot)
+        emit_json(dict(payload, calibration=calibration) if calibration else payload)
         return
     if len(sizes) == 1:
         _render_single(kind_name, sizes[0], topo, per_size[0][1], bounds[0])

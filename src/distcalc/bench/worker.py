@@ -1,0 +1,164 @@
+"""Per-rank entry point: ``python -m distcalc.bench.worker RUN_DIR`` (started by the launcher).
+
+The rank reads ``RUN_DIR/job.json``, joins the process group from the ``torchrun``-style environment
+(``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``MASTER_ADDR``, ``MASTER_PORT``), runs the job's tasks in order
+(one process group serves several tasks, so the costly start-up is paid once) and writes
+``RUN_DIR/result-<rank>.json``; on an error it writes ``RUN_DIR/error-<rank>.json`` and exits 1. While it runs it
+keeps ``RUN_DIR/heartbeat-<rank>`` up to date (``step total label``) so the launcher can draw progress and tell
+which rank stopped making progress; on ``SIGUSR1`` it writes its Python stack to ``RUN_DIR/stack-<rank>.txt``
+(``faulthandler``), which tells a rank stuck in its own code from peers blocked in a collective waiting for it.
+
+``DISTCALC_BENCH_FAULT=hang:RANK:STEP`` (or ``crash:RANK:STEP``) makes rank RANK hang (or raise) when it
+reaches progress step STEP: a fault-injection hook for testing the launcher's failure handling.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import faulthandler
+import json
+import os
+import signal
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from distcalc.errors import BenchError
+
+ProgressFn = Callable[[int, int, str], None]
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text)
+    os.replace(temporary, path)
+
+
+@dataclass
+class RankContext:
+    """What a task needs to know about its rank (passed to the sweep / training functions)."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    backend: str
+    device: str
+    dtype: str = "float32"
+    comm: Any = None
+    progress: ProgressFn = field(default=lambda done, total, label: None)
+
+    def synchronize(self) -> None:
+        """Wait for the device (CUDA) to finish queued work; a no-op on CPU, where gloo calls block."""
+        if self.device.startswith("cuda"):
+            import torch
+
+            torch.cuda.synchronize()
+
+
+def _fault_hook(rank: int) -> ProgressFn:
+    spec = os.environ.get("DISTCALC_BENCH_FAULT", "")
+    if not spec:
+        return lambda done, total, label: None
+    action, fault_rank, fault_step = spec.split(":")
+
+    def hook(done: int, total: int, label: str) -> None:
+        if rank == int(fault_rank) and done >= int(fault_step):
+            if action == "hang":
+                while True:
+                    time.sleep(3600)
+            raise RuntimeError(f"injected fault at step {done} ({label})")
+
+    return hook
+
+
+def choose_backend(requested: str = "auto") -> str:
+    """``nccl`` when CUDA is available, else ``gloo`` (``auto``); an explicit choice is checked."""
+    import torch
+    import torch.distributed as dist
+
+    if requested == "auto":
+        return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
+    if requested == "nccl" and not (torch.cuda.is_available() and dist.is_nccl_available()):
+        raise BenchError("backend 'nccl' needs CUDA and an NCCL build of torch; use --backend gloo on this machine")
+    if requested not in ("gloo", "nccl"):
+        raise BenchError(f"backend {requested!r} is not valid; valid: auto, gloo, nccl")
+    return requested
+
+
+def init_rank(job: dict[str, Any], progress: ProgressFn) -> RankContext:
+    """Join the process group described by the environment and build this rank's context."""
+    import torch
+    import torch.distributed as dist
+
+    from distcalc.bench.counting import CountingComm
+
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    local_rank = int(os.environ.get("LOCAL_RANK", rank))
+    backend = job.get("backend", "gloo")
+    device = "cpu"
+    if backend == "nccl":
+        torch.cuda.set_device(local_rank)
+        device = f"cuda:{local_rank}"
+    timeout = _dt.timedelta(seconds=float(job.get("collective_timeout_s", 300)))
+    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
+    return RankContext(rank, world, local_rank, backend, device, job.get("dtype", "float32"), CountingComm(), progress)
+
+
+def run_tasks(job: dict[str, Any], ctx: RankContext) -> list[Any]:
+    """Run every task of the job on this rank; each returns a JSON-able result."""
+    results = []
+    for task in job["tasks"]:
+        if task["kind"] == "collectives":
+            from distcalc.bench import collectives
+
+            config = collectives.CollectivesConfig.model_validate(task["config"])
+            ctx.dtype = config.dtype
+            results.append(collectives.run_sweep(config, ctx))
+        elif task["kind"] == "training":
+            from distcalc.bench import training
+
+            results.append(training.run_training_task(task["config"], ctx))
+        else:  # pragma: no cover - the launcher builds jobs
+            raise BenchError(f"unknown bench task {task['kind']!r}")
+    return results
+
+
+def main(argv: list[str]) -> int:
+    run_dir = Path(argv[1])
+    rank = int(os.environ["RANK"])
+    heartbeat = run_dir / f"heartbeat-{rank}"
+    fault = _fault_hook(rank)
+
+    def progress(done: int, total: int, label: str) -> None:
+        _write_atomic(heartbeat, f"{done} {total} {label}")
+        fault(done, total, label)
+
+    _write_atomic(heartbeat, "-1 0 starting")
+    # On SIGUSR1 dump this rank's Python stack, so the launcher can tell a hung rank from its waiting peers.
+    stack_file = (run_dir / f"stack-{rank}.txt").open("w")
+    faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=False)
+    try:
+        job = json.loads((run_dir / "job.json").read_text())
+        ctx = init_rank(job, progress)
+        progress(0, 0, "initialised")
+        results = run_tasks(job, ctx)
+        import torch.distributed as dist
+
+        dist.barrier()
+        dist.destroy_process_group()
+    except BaseException as error:  # noqa: BLE001 - report every failure to the launcher
+        _write_atomic(
+            run_dir / f"error-{rank}.json",
+            json.dumps({"type": type(error).__name__, "message": str(error)[:2000],
+                        "traceback": traceback.format_exc()[-4000:]}),
+        )
+        return 1
+    _write_atomic(run_dir / f"result-{rank}.json", json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - runs in a child process
+    sys.exit(main(sys.argv))

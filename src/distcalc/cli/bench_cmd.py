@@ -1,0 +1,309 @@
+"""``distcalc bench collectives|gemm|training`` and ``distcalc calibrate`` (rendering only).
+
+The measurements live in :mod:`distcalc.bench`, the fits in :mod:`distcalc.calibration`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Annotated, Any, Iterator, Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from distcalc.cli.common import console, emit_json, error_console, handle_errors
+from distcalc.errors import BenchError
+from distcalc.units import format_rate, format_size, format_time, parse_size_range
+
+bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps with torch.distributed.",
+                        no_args_is_help=True)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
+OutputOption = Annotated[Optional[str], typer.Option(help="result file (default bench-<theme>-<host>-<date>.json)")]
+NprocOption = Annotated[Optional[int], typer.Option(help="spawn N local ranks (default: torchrun's, else 2)")]
+TimeoutOption = Annotated[float, typer.Option(help="seconds without progress before a run is declared hung")]
+BackendOption = Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), gloo or nccl")]
+
+
+@contextlib.contextmanager
+def _progress(enabled: bool, label: str) -> Iterator[Any]:
+    """A rich progress bar on stderr (terminal only); yields a ``(done, total, what)`` callback."""
+    if not enabled or not error_console.is_terminal:
+        yield None
+        return
+    with Progress(TextColumn(label), BarColumn(), TextColumn("{task.completed}/{task.total} {task.description}"),
+                  TimeElapsedColumn(), console=error_console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=what)
+
+        yield update
+
+
+def _run(job: dict[str, Any], nproc: Optional[int], timeout: float, label: str,
+         show_progress: bool) -> Optional[list[Any]]:
+    """Run ``job`` on local ranks or as part of a torchrun job; every rank's task results on the reporting
+    process, None on the other torchrun ranks (they print nothing)."""
+    from distcalc.bench.launcher import launch_local, run_in_this_process, torchrun_environment
+    from distcalc.bench.worker import choose_backend
+
+    job["backend"] = choose_backend(job.get("backend", "auto"))
+    environment = torchrun_environment()
+    if environment is not None and nproc is None:
+        with _progress(show_progress and environment["rank"] == 0, label) as progress:
+            rank, results = run_in_this_process(job, progress)
+        return results if rank == 0 else None
+    with _progress(show_progress, label) as progress:
+        return launch_local(job, nproc or 2, timeout_s=timeout, progress=progress)
+
+
+def _write(payload: dict[str, Any], output: Optional[str]) -> str:
+    from distcalc.bench.results import write_result_file
+
+    return str(write_result_file(payload, output))
+
+
+@bench_app.command("collectives")
+@handle_errors
+def collectives_command(
+    nproc: NprocOption = None,
+    sizes: Annotated[str, typer.Option(help="size sweep LO..HI (powers of two), e.g. 1KiB..4MiB")] = "1KiB..4MiB",
+    collectives: Annotated[Optional[str], typer.Option(help="comma-separated subset (default all seven)")] = None,
+    warmup: Annotated[int, typer.Option(min=0, help="untimed calls per size (nccl-tests -w)")] = 5,
+    trials: Annotated[int, typer.Option(min=1, help="timed calls per size (nccl-tests -n)")] = 20,
+    backend: BackendOption = "auto",
+    gpus_per_node: Annotated[Optional[int], typer.Option(help="ranks per node: adds the inter-node tier")] = None,
+    timeout: TimeoutOption = 120.0,
+    output: OutputOption = None,
+    plot: Annotated[Optional[str], typer.Option(help="write busbw vs size to this PNG")] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Measure AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, All-to-All and Send/Recv (nccl-tests
+    conventions: warm-up, trials, median and p99, algbw and busbw)."""
+    from distcalc.bench.collectives import BenchCollective, CollectivesConfig
+    from distcalc.bench.results import make_result_file
+
+    try:
+        chosen = [BenchCollective(c.strip()) for c in collectives.split(",")] if collectives else list(BenchCollective)
+    except ValueError:
+        valid = ", ".join(c.value for c in BenchCollective)
+        raise BenchError(f"--collectives {collectives!r}: valid names are {valid}") from None
+    if nproc is not None and nproc < 2:
+        raise BenchError(f"--nproc {nproc}: collectives need at least 2 ranks")
+    config = CollectivesConfig(sizes=parse_size_range(sizes), collectives=chosen, warmup=warmup, trials=trials,
+                               gpus_per_node=gpus_per_node)
+    job = {"backend": backend, "tasks": [{"kind": "collectives", "config": config.model_dump(mode="json")}]}
+    results = _run(job, nproc, timeout, "collectives", not json_output)
+    if results is None:
+        return
+    rows = results[0][0]
+    device = "cuda" if job["backend"] == "nccl" else "cpu"
+    payload = make_result_file("collectives", rows, dict(config.model_dump(mode="json"), sizes_option=sizes),
+                               backend=job["backend"], world_size=len(results), device=device)
+    payload["output_file"] = _write(payload, output)
+    if plot:
+        from distcalc.bench.plot import plot_busbw
+
+        payload["plot_file"] = str(plot_busbw(rows, plot))
+    if json_output:
+        emit_json(payload)
+        return
+    table = Table(title=f"{payload['backend']} · {payload['world_size']} ranks · {payload['hardware']['cpu']}")
+    for column in ("collective", "tier", "size", "time (median)", "p99", "algbw", "busbw"):
+        table.add_column(column, justify="left" if column in ("collective", "tier") else "right")
+    for row in rows:
+        table.add_row(row["collective"], row["tier"], format_size(row["size_bytes"]), format_time(row["time_s"]),
+                      format_time(row["p99_time_s"]), format_rate(row["algbw_bytes_per_s"]),
+                      format_rate(row["busbw_bytes_per_s"]))
+    console.print(table)
+    console.print(f"wrote {payload['output_file']}" + (f" and {payload['plot_file']}" if plot else ""))
+
+
+@bench_app.command("training")
+@handle_errors
+def training_command(
+    mode: Annotated[str, typer.Option(help="parallel dimension the ranks form: dp, tp or pp")],
+    nproc: NprocOption = None,
+    hidden: Annotated[int, typer.Option(help="h")] = 64,
+    heads: Annotated[int, typer.Option(help="attention heads")] = 4,
+    ffn: Annotated[Optional[int], typer.Option(help="MLP width (default 4h)")] = None,
+    layers: Annotated[int, typer.Option(help="transformer layers (all stages)")] = 4,
+    micro_batch: Annotated[int, typer.Option(help="sequences per micro-batch")] = 2,
+    seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 32,
+    micro_batches: Annotated[int, typer.Option(help="micro-batches per step")] = 2,
+    steps: Annotated[int, typer.Option(min=1, help="timed steps (after one warm-up)")] = 3,
+    sequence_parallel: Annotated[bool, typer.Option(help="tp: Megatron sequence parallelism")] = False,
+    backend: BackendOption = "auto",
+    calibration: Annotated[Optional[str], typer.Option(help="calibration file for the predicted times")] = None,
+    timeout: TimeoutOption = 120.0,
+    output: OutputOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Run a real DP / TP / PP training step, count every collective and compare with distcalc's model."""
+    from distcalc.bench.prediction import compare_training, predict_step
+    from distcalc.bench.results import make_result_file
+    from distcalc.bench.training import TrainingConfig
+
+    world = nproc or 2
+    config = TrainingConfig(mode=mode, hidden=hidden, heads=heads, ffn=ffn, layers=layers, micro_batch=micro_batch,
+                            seq_len=seq_len, micro_batches=micro_batches, steps=steps,
+                            sequence_parallel=sequence_parallel, world_size=world)
+    job = {"backend": backend, "tasks": [{"kind": "training", "config": config.model_dump(mode="json")}]}
+    results = _run(job, nproc, timeout, f"training {mode}", not json_output)
+    if results is None:
+        return
+    config = config.model_copy(update={"world_size": len(results)})
+    comparison = compare_training(config, [rank[0] for rank in results])
+    comparison.update(predict_step(config, comparison, job["backend"], calibration))
+    device = "cuda" if job["backend"] == "nccl" else "cpu"
+    payload = make_result_file("training", [comparison], config.model_dump(mode="json"), backend=job["backend"],
+                               world_size=len(results), device=device, extra=comparison)
+    payload["output_file"] = _write(payload, output) if output else None
+    if json_output:
+        emit_json(payload)
+    else:
+        _print_training(comparison, payload["output_file"])
+    if not comparison["match"]:
+        typer.echo("error: counted bytes differ from distcalc's prediction (see counts/predicted_messages)", err=True)
+        raise typer.Exit(1)
+
+
+def _print_training(c: dict[str, Any], path: Optional[str]) -> None:
+    table = Table(title=f"bench training --mode {c['mode']} · {c['world_size']} ranks")
+    for column in ("quantity", "measured", "distcalc"):
+        table.add_column(column, justify="left" if column == "quantity" else "right")
+    table.add_row("bytes (Σ ranks, NCCL M)", f"{c['counted_bytes']:,}", f"{c['predicted_bytes']:,}")
+    table.add_row("calls per rank", str(c["counted_calls_per_rank"]), str(c["predicted_calls_per_rank"]))
+    table.add_row("parameters per rank", str(c["parameters_per_rank"][0]), str(c["predicted_parameters_per_rank"]))
+    predicted_time = c.get("predicted_step_time_s")
+    table.add_row("step time", format_time(c["step_time_s"]), format_time(predicted_time) if predicted_time else "—")
+    predicted_memory = c.get("predicted_memory_bytes")
+    table.add_row("peak memory", format_size(c["peak_memory_bytes"]),
+                  format_size(predicted_memory) if predicted_memory else "—")
+    console.print(table)
+    console.print(("counted == predicted" if c["match"] else "[red]MISMATCH[/red]") + (f"; wrote {path}" if path else ""))
+
+
+@bench_app.command("gemm")
+@handle_errors
+def gemm_command(
+    model: Annotated[Optional[str], typer.Option(help="model preset or config.json for the layer shapes")] = None,
+    hidden: Annotated[int, typer.Option(help="h (without --model)")] = 1024,
+    ffn: Annotated[Optional[int], typer.Option(help="MLP width (default 4h)")] = None,
+    heads: Annotated[int, typer.Option(help="attention heads (without --model)")] = 16,
+    vocab: Annotated[int, typer.Option(help="vocabulary for the logits GEMM (0 = skip)")] = 0,
+    tp: Annotated[int, typer.Option(help="tensor-parallel degree dividing the split dimension")] = 1,
+    tokens: Annotated[str, typer.Option(help="b·s rows to sweep, LO..HI powers of two")] = "128..1024",
+    dtype: Annotated[str, typer.Option(help="float32, bfloat16 or float16")] = "float32",
+    warmup: Annotated[int, typer.Option(min=0, help="untimed calls per shape")] = 10,
+    trials: Annotated[int, typer.Option(min=1, help="timed calls per shape")] = 20,
+    device: Annotated[Optional[str], typer.Option(help="cpu or cuda (default: cuda if available)")] = None,
+    peak_flops: Annotated[Optional[str], typer.Option(help="device peak FLOP/s for the efficiency fit, e.g. 3e11")] = None,
+    gpu: Annotated[Optional[str], typer.Option(help="GPU preset whose peak/SM/HBM constants the fit uses")] = None,
+    output: OutputOption = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Measure matmul throughput over a transformer layer's GEMM shapes (QKV, out-proj, MLP up/down, logits)."""
+    import torch
+
+    from distcalc.bench.gemm import GemmConfig, measure_copy_bandwidth, run_gemm_sweep
+    from distcalc.bench.results import make_result_file
+
+    try:
+        peak = float(peak_flops) if peak_flops else None
+    except ValueError:
+        raise BenchError(f"--peak-flops {peak_flops!r} is not a number of FLOP/s such as 3e11") from None
+    shape: dict[str, Any] = {"hidden": hidden, "ffn": ffn or 4 * hidden, "heads": heads, "vocab": vocab}
+    if model:
+        from distcalc.model import load_model
+
+        spec = load_model(model)
+        shape = {"hidden": spec.hidden_size, "ffn": spec.intermediate_size, "heads": spec.num_attention_heads,
+                 "kv_heads": spec.kv_heads, "head_dim": spec.head_size, "vocab": vocab or spec.vocab_size,
+                 "gated": spec.is_gated, "model": spec.name}
+    if dtype not in ("float32", "bfloat16", "float16", "float64"):
+        raise BenchError(f"--dtype {dtype!r} is not valid; valid: float32, bfloat16, float16, float64")
+    config = GemmConfig(tokens=[int(t) for t in parse_size_range(tokens)], tp=tp, dtype=dtype, warmup=warmup,
+                        trials=trials, **shape)
+    with _progress(not json_output, "gemm") as progress:
+        rows, used = run_gemm_sweep(config, device, progress)
+    record = dict(config.model_dump(mode="json"), threads=torch.get_num_threads(), gpu_preset=gpu,
+                  peak_flops_per_s=peak,
+                  memory_bandwidth_bytes_per_s=measure_copy_bandwidth(used))
+    payload = make_result_file("gemm", rows, record, backend=None, world_size=1, device=used)
+    payload["output_file"] = _write(payload, output)
+    if json_output:
+        emit_json(payload)
+        return
+    table = Table(title=f"GEMM throughput · {used} · {dtype}")
+    for column in ("gemm", "T", "m×n×k", "time", "throughput"):
+        table.add_column(column, justify="left" if column == "gemm" else "right")
+    for row in rows:
+        table.add_row(row["name"], str(row["tokens"]), f"{row['m']}×{row['n']}×{row['k']}",
+                      format_time(row["time_s"]), f"{row['flops_per_s'] / 1e9:.1f} GFLOP/s")
+    console.print(table)
+    console.print(f"wrote {payload['output_file']}")
+
+
+def calibrate_command(
+    files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm)")],
+    output: Annotated[Optional[str], typer.Option(help="calibration file to write")] = "calibration.json",
+    holdout: Annotated[bool, typer.Option(help="also fit on even sizes and check the odd ones")] = False,
+    json_output: JsonOption = False,
+) -> None:
+    """Fit α and B per collective and tier (and the GEMM efficiency curve) to bench results."""
+    from distcalc.bench.results import load_result_file
+    from distcalc.calibration import calibrate, save_calibration
+    from distcalc.calibration.collectives import group_rows, holdout_check
+
+    calibration = calibrate(files)
+    written = str(save_calibration(calibration, output)) if output else None
+    payload: dict[str, Any] = {"calibration_file": written, "fits": calibration.fits, "compute": calibration.compute}
+    if holdout:
+        payload["holdout"] = [
+            {"collective": key[0], "tier": key[1], "points": holdout_check(rows)}
+            for path in files if (result := load_result_file(path)).theme == "collectives"
+            for key, rows in group_rows(result.results).items()
+        ]
+    if json_output:
+        emit_json(payload)
+        return
+    _print_calibration(payload)
+
+
+def _print_calibration(payload: dict[str, Any]) -> None:
+    for fit in payload["fits"]:
+        table = Table(title=(f"{fit['collective']} ({fit['tier']}, N={fit['group_size']}, {fit['algorithm']}): "
+                             f"α = {format_time(fit['latency_s'])}, B = {format_rate(fit['bandwidth_bytes_per_s'])}, "
+                             f"RMS error {fit['rms_relative_error']:.1%}"), caption=fit["decision"])
+        for column in ("size", "measured", "fit", "residual", "spread (p99)"):
+            table.add_column(column, justify="right")
+        for r in fit["residuals"]:
+            table.add_row(format_size(r["size_bytes"]), format_time(r["measured_s"]), format_time(r["predicted_s"]),
+                          f"{r['relative_error']:+.1%}", f"{r['relative_spread']:.1%}")
+        console.print(table)
+    if payload.get("compute"):
+        c = payload["compute"]
+        p = c["parameters"]
+        console.print(f"GEMM model ({c['device']}): η_core = {p['gemm_core_efficiency']:.3f}, "
+                      f"η_mem = {p['memory_efficiency']:.3f}, t0 = {format_time(p['kernel_overhead_s'])}, "
+                      f"RMS error {c['rms_relative_error']:.1%}")
+    for block in payload.get("holdout", []):
+        within = sum(p["within"] for p in block["points"])
+        console.print(f"held-out {block['collective']} ({block['tier']}): {within}/{len(block['points'])} odd sizes "
+                      "within max(own spread, 25%): " + ", ".join(f"{p['relative_error']:+.0%}" for p in block["points"]))
+    if payload["calibration_file"]:
+        console.print(f"wrote {payload['calibration_file']}")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``bench`` (collectives, gemm, training) and ``calibrate``."""
+    app.add_typer(bench_app, name="bench")
+    app.command("calibrate")(handle_errors(calibrate_command))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(bench_app())
