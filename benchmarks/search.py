@@ -1,0 +1,70 @@
+"""Benchmark ``distcalc search``: configurations evaluated per second and wall time.
+
+Cases (issue 6): GPT-3 175B on 64 A100-80GB (DGX A100), global batch 64, sequence 2048 — the full space,
+every option; and Llama-3-405B on 16,384 H100 (DGX H100), global batch 2048 sequences of 8192 tokens
+(16M tokens per step, as in Dubey et al. 2024 §3.3.2). A third case, Mixtral 8x7B on 4,096 H100, has
+over half a million valid configurations, so the per-call overheads of the cost models are amortised and
+the rate shows the models' throughput.
+
+Counts printed per case:
+
+* ``combinations`` — the cartesian product of every candidate value (the universe the enumeration walks);
+* ``evaluated`` — the valid configurations; each gets its memory computed (memory_batch);
+* ``priced`` — the feasible ones (fit with 5 % headroom); each gets its step time computed (evaluate_batch).
+
+Rates are counts / wall time of one whole ``search()`` call (enumeration + memory + step time), best of
+``--repeat`` runs after one warm-up run (presets loaded, caches filled).
+
+    .venv/bin/python benchmarks/search.py [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+from distcalc.cluster import load_cluster
+from distcalc.model import load_model
+from distcalc.search import search
+
+CASES = (
+    ("GPT-3 175B, 64 x A100-80GB", "gpt3-175b", "dgx-a100", 64, 64, 2048),
+    ("Llama-3-405B, 16,384 x H100", "llama3-405b", "dgx-h100", 16384, 2048, 8192),
+    ("Mixtral 8x7B, 4,096 x H100 (large MoE space)", "mixtral-8x7b", "dgx-h100", 4096, 4096, 4096),
+)
+
+
+def run_case(label: str, model: str, cluster: str, gpus: int, global_batch: int, seq_len: int, repeat: int) -> None:
+    spec = load_model(model)
+    cluster_spec = load_cluster(cluster)
+    search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len)  # warm-up
+    best = None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len)
+        wall = time.perf_counter() - start
+        best = wall if best is None else min(best, wall)
+    top = result.top(1)
+    print(f"{label}: global batch {global_batch}, seq {seq_len}")
+    print(f"  combinations {result.universe:>12,}  ->  {result.universe / best:>14,.0f} /s")
+    print(f"  evaluated    {result.evaluated:>12,}  ->  {result.evaluated / best:>14,.0f} /s  (memory model)")
+    print(f"  priced       {result.feasible:>12,}  ->  {result.feasible / best:>14,.0f} /s  (step-time model)")
+    print(f"  wall time    {best:.3f} s (best of {repeat})")
+    if top:
+        row = top[0]
+        print(f"  best: tp{row['tp']} pp{row['pp']} dp{row['dp']} cp{row['cp']} ep{row['ep']} vpp{row['vpp']} "
+              f"mb{row['micro_batch']} zero{row['zero']} {row['recompute']} sp={row['sequence_parallel']} "
+              f"{row['schedule']}: step {row['step_time_s']:.3f} s, MFU {100 * row['mfu']:.1f}%, "
+              f"{row['memory_bytes'] / 2**30:.1f} GiB")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    for case in CASES:
+        run_case(*case, repeat=args.repeat)
+
+
+if __name__ == "__main__":
+    main()

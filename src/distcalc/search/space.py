@@ -1,0 +1,288 @@
+"""Enumerate the valid parallel configurations of one training job, vectorized with NumPy.
+
+A configuration is one value per column of :data:`COLUMNS`: the degrees ``tp, pp, dp, cp, ep``, the
+interleaving ``vpp``, the ``micro_batch``, the ``zero`` stage, the ``recompute`` and ``schedule`` codes
+(:class:`distcalc.parallel.Recompute` / :class:`distcalc.parallel.Schedule` ``.code``, i.e. indices into
+:data:`RECOMPUTE_CHOICES` / :data:`SCHEDULE_CHOICES`) and ``sequence_parallel`` (0/1).
+
+The *universe* is the cartesian product of every candidate value: ``tp, cp, pp`` over the divisors of the GPU
+count N whose product divides N (``dp = N / (tp·cp·pp)``), ``ep`` over the divisors of ``dp·cp`` (MoE
+models only; ep = 1 for a dense model), ``vpp`` over the divisors of the layer count, ``micro_batch`` over
+the divisors of the global batch, and every ZeRO stage, recompute mode, sequence-parallel flag and
+schedule. The product is built in stages (degrees, then pipeline, then batch, then memory options); after
+each stage the rows breaking a rule are dropped and counted *with the multiplicity of the columns not yet
+expanded*, so ``sum(rejected) + equivalent + valid == universe``.
+
+Rules — the same as :class:`distcalc.parallel.ParallelConfig` and :func:`distcalc.parallel.validate_for_model`
+(Megatron-LM constraints; a test checks the two agree), plus the search-only rules marked (*); each is
+named in :class:`Rejections.rules`:
+
+* divisibility — every TP-sharded width (heads, KV heads, hidden, MLP and expert-MLP widths) by ``tp``;
+  ``seq_len % (2·cp)`` when cp > 1 (load-balanced CP chunks); ``num_experts % ep``; ``num_layers % (pp·vpp)``;
+  ``global_batch % (micro_batch·dp)``; with sequence parallelism ``(seq_len / cp) % tp``; and (*) for the
+  interleaved schedule the number of micro-batches ``global_batch / (micro_batch·dp)`` a multiple of ``pp``
+  (Megatron-LM's interleaved schedule requires it, Narayanan et al. 2021 §2.2;
+  :func:`distcalc.pipeline.schedule_orders`).
+* group does not fit (*) — a TP group must lie inside one node's fast tier: ``tp`` divides ``gpus_per_node``
+  (when N ≥ gpus_per_node; otherwise ``tp`` divides N, which always holds).
+* incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
+  need ``pp > 1``.
+* equivalent (*) (skipped, not rejected: the same job as a configuration already kept) — any schedule
+  other than 1F1B when ``pp = 1`` (there is no pipeline), interleaved with ``vpp = 1`` (that is 1F1B),
+  sequence parallelism with ``tp = 1``, ZeRO stage > 0 with ``dp·cp = 1`` (ZeRO shards over the dp·cp group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from distcalc.model import ModelSpec
+
+COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule")
+RECOMPUTE_CHOICES = ("none", "selective", "full")
+SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+ZERO_CHOICES = (0, 1, 2, 3)
+_INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
+_ONE_F_ONE_B = SCHEDULE_CHOICES.index("1f1b")
+_ZERO_BUBBLE = SCHEDULE_CHOICES.index("zero-bubble")
+INDEX_DTYPE = np.int64
+
+ConfigArrays = dict[str, np.ndarray]
+
+
+class RejectReason(str, Enum):
+    """Why a combination of candidate values is not searched."""
+
+    DIVISIBILITY = "divisibility"
+    GROUP_DOES_NOT_FIT = "group_does_not_fit"
+    INCOMPATIBLE = "incompatible"
+    OOM = "oom"
+
+
+@dataclass(frozen=True)
+class SpaceLimits:
+    """The facts about model, job and cluster that decide which configurations are valid.
+
+    ``num_experts`` is 1 for a dense model. ``gpus_per_node`` is the size of the cluster's fast (NVLink /
+    NVSwitch) tier, the largest group a TP group may span.
+    """
+
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    num_experts: int
+    seq_len: int
+    global_batch: int
+    gpus_per_node: int
+    tp_sharded: tuple[tuple[str, int], ...] = ()  # further widths TP must divide: (name, value)
+
+
+def limits_for_model(spec: "ModelSpec", *, seq_len: int, global_batch: int, gpus_per_node: int) -> SpaceLimits:
+    """The :class:`SpaceLimits` of training ``spec`` (a :class:`distcalc.model.ModelSpec`); the TP-sharded
+    widths are those :func:`distcalc.parallel.validate_for_model` checks."""
+    sharded = [("hidden_size", spec.hidden_size), ("intermediate_size", spec.intermediate_size)]
+    if spec.is_moe:
+        sharded.append(("moe_intermediate_size", spec.expert_intermediate_size))
+    return SpaceLimits(num_layers=spec.num_hidden_layers, num_heads=spec.num_attention_heads,
+                       num_kv_heads=spec.kv_heads, num_experts=spec.num_local_experts if spec.is_moe else 1,
+                       seq_len=int(seq_len), global_batch=int(global_batch), gpus_per_node=int(gpus_per_node),
+                       tp_sharded=tuple(sharded))
+
+
+@dataclass(frozen=True)
+class SpaceChoices:
+    """Optional restrictions of the searched values (``None`` = every candidate)."""
+
+    zero: tuple[int, ...] = ZERO_CHOICES
+    recompute: tuple[str, ...] = RECOMPUTE_CHOICES
+    schedule: tuple[str, ...] = SCHEDULE_CHOICES
+    sequence_parallel: tuple[bool, ...] = (False, True)
+
+
+@dataclass
+class Rejections:
+    """Counts of universe combinations dropped, by reason, and by the rule that dropped them."""
+
+    by_reason: dict[str, int] = field(default_factory=lambda: {r.value: 0 for r in RejectReason})
+    rules: dict[str, int] = field(default_factory=dict)
+    equivalent: int = 0
+
+    def add(self, reason: RejectReason, rule: str, count: int) -> None:
+        if count:
+            self.by_reason[reason.value] += int(count)
+            self.rules[rule] = self.rules.get(rule, 0) + int(count)
+
+    def merge(self, other: "Rejections") -> None:
+        for key, value in other.by_reason.items():
+            self.by_reason[key] += value
+        for key, value in other.rules.items():
+            self.rules[key] = self.rules.get(key, 0) + value
+        self.equivalent += other.equivalent
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_reason.values())
+
+
+@dataclass
+class Space:
+    """The valid configurations for one GPU count (one row per configuration) and what was dropped."""
+
+    gpus: int
+    configs: ConfigArrays
+    universe: int
+    rejections: Rejections
+
+    @property
+    def size(self) -> int:
+        return int(self.configs["tp"].shape[0])
+
+
+def divisors(n: int) -> np.ndarray:
+    """All positive divisors of ``n`` in increasing order."""
+    candidates = np.arange(1, int(n) + 1, dtype=INDEX_DTYPE)
+    return candidates[n % candidates == 0]
+
+
+def _cross(columns: ConfigArrays, name: str, values: np.ndarray) -> ConfigArrays:
+    """Cartesian product of the rows in ``columns`` with ``values`` (new column ``name``)."""
+    rows = next(iter(columns.values())).shape[0]
+    values = np.asarray(values, dtype=INDEX_DTYPE)
+    out = {key: np.repeat(col, values.shape[0]) for key, col in columns.items()}
+    out[name] = np.tile(values, rows)
+    return out
+
+
+def _select(columns: ConfigArrays, keep: np.ndarray) -> ConfigArrays:
+    return {key: col[keep] for key, col in columns.items()}
+
+
+class _Filter:
+    """Applies named rules in order; a row is counted under the first rule it breaks."""
+
+    def __init__(self, columns: ConfigArrays, multiplicity: int, rejections: Rejections):
+        self.columns = columns
+        self.multiplicity = multiplicity
+        self.rejections = rejections
+        self.alive = np.ones(next(iter(columns.values())).shape[0], dtype=bool)
+
+    def reject(self, reason: RejectReason | None, rule: str, bad: np.ndarray) -> None:
+        dropped = bad & self.alive
+        count = int(np.count_nonzero(dropped)) * self.multiplicity
+        if reason is None:
+            self.rejections.equivalent += count
+        else:
+            self.rejections.add(reason, rule, count)
+        self.alive &= ~bad
+
+    def result(self) -> ConfigArrays:
+        return _select(self.columns, self.alive)
+
+
+def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None = None) -> Space:
+    """All valid configurations of ``limits`` on ``gpus`` GPUs (see the module docstring for the rules)."""
+    choices = choices or SpaceChoices()
+    n = int(gpus)
+    divs = divisors(n)
+    vpp_values = divisors(limits.num_layers)
+    mb_values = divisors(limits.global_batch)
+    zero_values = np.array(sorted(set(choices.zero)), dtype=INDEX_DTYPE)
+    recompute_values = np.array([RECOMPUTE_CHOICES.index(r) for r in choices.recompute], dtype=INDEX_DTYPE)
+    schedule_values = np.array([SCHEDULE_CHOICES.index(s) for s in choices.schedule], dtype=INDEX_DTYPE)
+    sp_values = np.array(sorted({int(bool(s)) for s in choices.sequence_parallel}), dtype=INDEX_DTYPE)
+    rejections = Rejections()
+
+    # Stage 1: degrees. tp, cp, pp with product dividing N; dp the rest; ep over the divisors of dp·cp.
+    tp, cp, pp = (g.ravel() for g in np.meshgrid(divs, divs, divs, indexing="ij"))
+    ok = n % (tp * cp * pp) == 0
+    tp, cp, pp = tp[ok], cp[ok], pp[ok]
+    dp = n // (tp * cp * pp)
+    dense = limits.num_experts <= 1  # expert parallelism is no dimension of a dense model
+    ep_rows = [(i, e) for i in range(dp.shape[0])
+               for e in ((1,) if dense else divisors(int(dp[i] * cp[i])))]
+    index = np.array([i for i, _ in ep_rows], dtype=INDEX_DTYPE)
+    degrees = {"tp": tp[index], "cp": cp[index], "pp": pp[index], "dp": dp[index],
+               "ep": np.array([e for _, e in ep_rows], dtype=INDEX_DTYPE)}
+    later = (vpp_values.size * schedule_values.size * mb_values.size * zero_values.size
+             * recompute_values.size * sp_values.size)
+    universe = degrees["tp"].shape[0] * later
+    f = _Filter(degrees, later, rejections)
+    f.reject(RejectReason.DIVISIBILITY, "num_heads % tp", limits.num_heads % f.columns["tp"] != 0)
+    f.reject(RejectReason.DIVISIBILITY, "num_kv_heads % tp", limits.num_kv_heads % f.columns["tp"] != 0)
+    f.reject(RejectReason.DIVISIBILITY, "num_layers % pp", limits.num_layers % f.columns["pp"] != 0)
+    for name, width in limits.tp_sharded:
+        f.reject(RejectReason.DIVISIBILITY, f"{name} % tp", width % f.columns["tp"] != 0)
+    f.reject(RejectReason.DIVISIBILITY, "seq_len % (2*cp)",
+             (f.columns["cp"] > 1) & (limits.seq_len % (2 * f.columns["cp"]) != 0))
+    f.reject(RejectReason.DIVISIBILITY, "num_experts % ep", max(limits.num_experts, 1) % f.columns["ep"] != 0)
+    node = min(limits.gpus_per_node, n)
+    f.reject(RejectReason.GROUP_DOES_NOT_FIT, "tp spans more than one node", node % f.columns["tp"] != 0)
+    columns = f.result()
+
+    # Stage 2: pipeline (vpp, schedule).
+    later = mb_values.size * zero_values.size * recompute_values.size * sp_values.size
+    columns = _cross(_cross(columns, "vpp", vpp_values), "schedule", schedule_values)
+    f = _Filter(columns, later, rejections)
+    pp, vpp, schedule = columns["pp"], columns["vpp"], columns["schedule"]
+    f.reject(RejectReason.DIVISIBILITY, "num_layers % (pp*vpp)", limits.num_layers % (pp * vpp) != 0)
+    f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
+    f.reject(RejectReason.INCOMPATIBLE, "vpp > 1 needs the interleaved schedule",
+             (vpp > 1) & (schedule != _INTERLEAVED))
+    f.reject(RejectReason.INCOMPATIBLE, "interleaved needs pp > 1", (pp == 1) & (schedule == _INTERLEAVED))
+    f.reject(None, "interleaved with vpp = 1 is 1f1b", (schedule == _INTERLEAVED) & (vpp == 1))
+    f.reject(RejectReason.INCOMPATIBLE, "zero-bubble needs pp > 1", (pp == 1) & (schedule == _ZERO_BUBBLE))
+    columns = f.result()
+
+    # Stage 3: micro-batch.
+    later = zero_values.size * recompute_values.size * sp_values.size
+    columns = _cross(columns, "micro_batch", mb_values)
+    f = _Filter(columns, later, rejections)
+    per_step = columns["micro_batch"] * columns["dp"]
+    f.reject(RejectReason.DIVISIBILITY, "global_batch % (micro_batch*dp)", limits.global_batch % per_step != 0)
+    micro_batches = limits.global_batch // per_step
+    f.reject(RejectReason.DIVISIBILITY, "interleaved: micro-batches % pp",
+             (columns["schedule"] == _INTERLEAVED) & (micro_batches % columns["pp"] != 0))
+    columns = f.result()
+
+    # Stage 4: memory options: sequence parallelism, then ZeRO, then recompute (filtered in between).
+    columns = _cross(columns, "sequence_parallel", sp_values)
+    f = _Filter(columns, zero_values.size * recompute_values.size, rejections)
+    sp, tp = columns["sequence_parallel"] == 1, columns["tp"]
+    f.reject(None, "sequence parallel with tp = 1", sp & (tp == 1))
+    f.reject(RejectReason.DIVISIBILITY, "sequence parallel: (seq_len/cp) % tp",
+             sp & ((limits.seq_len // columns["cp"]) % tp != 0))
+    columns = _cross(f.result(), "zero", zero_values)
+    f = _Filter(columns, recompute_values.size, rejections)
+    f.reject(None, "zero with dp*cp = 1", (columns["zero"] > 0) & (columns["dp"] * columns["cp"] == 1))
+    columns = _cross(f.result(), "recompute", recompute_values)
+
+    ordered = {name: columns[name] for name in COLUMNS}
+    return Space(gpus=n, configs=ordered, universe=int(universe), rejections=rejections)
+
+
+def config_values(name: str, values: np.ndarray) -> list:
+    """One column as readable values: names for recompute/schedule, bools for sequence_parallel, ints else."""
+    if name == "recompute":
+        return [RECOMPUTE_CHOICES[v] for v in values.tolist()]
+    if name == "schedule":
+        return [SCHEDULE_CHOICES[v] for v in values.tolist()]
+    if name == "sequence_parallel":
+        return [bool(v) for v in values.tolist()]
+    return [int(v) for v in values.tolist()]
+
+
+def config_row(configs: ConfigArrays, i: int) -> dict:
+    """Row ``i`` as a plain dict with readable values (names for recompute/schedule, bool for SP)."""
+    return {name: config_values(name, configs[name][i:i + 1])[0] for name in COLUMNS}
+
+
+__all__ = [
+    "COLUMNS", "RECOMPUTE_CHOICES", "SCHEDULE_CHOICES", "ZERO_CHOICES", "ConfigArrays", "RejectReason",
+    "Rejections", "Space", "SpaceChoices", "SpaceLimits", "config_row", "divisors", "enumerate_space",
+    "limits_for_model", "config_values",
+]
