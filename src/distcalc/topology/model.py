@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import enum
 import math
 from dataclasses import dataclass, field
@@ -147,15 +149,11 @@ class Topology:
     # ----------------------------------------------------------------- links
     def links(self) -> list[Link]:
         """Every directed physical link (full-duplex wires appear once per direction)."""
-        if "links" not in self._cache:
-            from distcalc.topology.wiring import build_links
-
-            self._cache["links"] = build_links(self)
-        return list(self._cache["links"])
+        return list(_shared_link_map(self).values())
 
     def _link_map(self) -> dict[tuple[NodeId, NodeId], Link]:
         if "link_map" not in self._cache:
-            self._cache["link_map"] = {(lk.src, lk.dst): lk for lk in self.links()}
+            self._cache["link_map"] = _shared_link_map(self)
         return self._cache["link_map"]
 
     def link(self, src: NodeId, dst: NodeId) -> Link:
@@ -255,3 +253,11 @@ class Topology:
         out["bisection_bandwidth_bytes_per_s"] = self.bisection_bandwidth_bytes_per_s
         return out
 
+
+@functools.lru_cache(maxsize=128)
+def _shared_link_map(topo: Topology) -> dict[tuple[NodeId, NodeId], Link]:
+    """Links of a topology keyed by (src, dst), built once per distinct topology: equal topologies (a search
+    builds the same group topology for thousands of configurations) share one map. Treat as read-only."""
+    from distcalc.topology.wiring import build_links
+
+    return {(link.src, link.dst): link for link in build_links(topo)}
