@@ -20,7 +20,13 @@ def test_table5_mean_and_worst_error():
 @pytest.mark.parametrize("row", [r for r in TABLE5 if r["measured_mfu_pct"] is not None], ids=lambda r: r["model"])
 def test_table5_present_work_mfu_within_two_points(row, request):
     if row["model"].startswith("530B"):
-        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: 530B predicted 4.4 % fast -> MFU +2.6"))
+        # Not a schedule mechanism: stage imbalance (embedding / output layer on 1-layer chunks) and the blocking
+        # batched P2P of Megatron-LM 2022 are in the closed form, which agrees with a rendezvous simulation of
+        # that program within 0.2 % (tests/test_pipeline_megatron.py). The residual (-4.4 % time) grows with
+        # the chunk-micro-batch calls per step (530B 840, 1T 512, 175B 192), which suggests per-call host/sync
+        # overhead; no published value for it exists, so it is not modelled (no fitted constant).
+        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: 530B predicted 4.4 % fast -> MFU "
+                                              "+2.6; schedule verified by rendezvous simulation, residual unexplained"))
     assert abs(100 * row["mfu"] - row["measured_mfu_pct"]) <= 2.0
 
 

@@ -63,13 +63,15 @@ def pipeline_time_s(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike
     backward (only the zero-bubble schedule moves it). Steady state runs at the slowest stage:
     ``m·t_max`` plus a fill/drain of ``(p − 1)/v·t_mean`` (GPipe, 1F1B: v = 1; ZB-H1: the drain is
     shortened by W, ``(p − 1)·max(t_mean − 2·t_w, 0)``)."""
-    p = np.asarray(pp, dtype=float)
-    m = np.asarray(micro_batches, dtype=float)
-    v = np.where(np.asarray(schedule) == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
-    fill = (p - 1.0) / v * np.asarray(stage_mean_s)
-    zb_fill = (p - 1.0) * np.maximum(np.asarray(stage_mean_s) - 2.0 * np.asarray(weight_s), 0.0)
-    fill = np.where(np.asarray(schedule) == SCHEDULE_ZERO_BUBBLE, zb_fill, fill)
-    return m * np.asarray(stage_max_s) + fill
+    s = np.asarray(schedule)
+    p_minus_1 = np.asarray(pp, dtype=float) - 1.0
+    v = np.where(s == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
+    mean = np.asarray(stage_mean_s)
+    fill = p_minus_1 / v * mean
+    zero_bubble = s == SCHEDULE_ZERO_BUBBLE
+    if np.any(zero_bubble):  # (skips work only; np.where picks `fill` elsewhere)
+        fill = np.where(zero_bubble, p_minus_1 * np.maximum(mean - 2.0 * np.asarray(weight_s), 0.0), fill)
+    return np.asarray(micro_batches, dtype=float) * np.asarray(stage_max_s) + fill
 
 
 def in_flight_micro_batches(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike, vpp: ArrayLike = 1,

@@ -55,6 +55,43 @@ def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return first, inverse
 
 
+def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Distinct rows of small non-negative integer columns of one shape: (the distinct rows as a dict of
+    1-d int64 arrays, inverse index of every element into them). Constant columns (e.g. a broadcast
+    scalar) add nothing to the key; the others are packed into one integer code (mixed radix) and, when
+    the code space is small, found with a bincount instead of a sort."""
+    names = list(columns)
+    flat = {k: np.asarray(v).reshape(-1) for k, v in columns.items()}
+    n = next(iter(flat.values())).size
+    varying, lows, spans = [], [], []
+    for k in names:
+        col = flat[k]
+        if col.size and col.strides[0] == 0:  # broadcast scalar
+            continue
+        low, high = int(col.min()), int(col.max())
+        if high > low:
+            varying.append(k), lows.append(low), spans.append(high - low + 1)
+    radix = int(np.prod(spans, dtype=object)) if spans else 1
+    if radix > 1 << 24:
+        first, inverse = dedupe([flat[k] for k in names])
+        return {k: flat[k][first].astype(np.int64) for k in names}, inverse.astype(np.intp)
+    code = np.zeros(n, dtype=np.int64)
+    scale = 1
+    for k, low, span in zip(varying, lows, spans):
+        code += (flat[k] - low) * scale if low or scale > 1 else flat[k]
+        scale *= span
+    present = np.flatnonzero(np.bincount(code, minlength=radix)) if varying else np.zeros(1, dtype=np.int64)
+    slot = np.zeros(radix, dtype=np.intp)
+    slot[present] = np.arange(present.size)
+    inverse = slot[code] if varying else np.zeros(n, dtype=np.intp)
+    rows = {k: np.full(present.size, int(flat[k][0]) if n else 0, dtype=np.int64) for k in names}
+    scale = 1
+    for k, low, span in zip(varying, lows, spans):
+        rows[k] = low + (present // scale) % span
+        scale *= span
+    return rows, inverse
+
+
 def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.asarray(v).ravel()[first] for k, v in c.items()}
 

@@ -18,6 +18,12 @@ stages, v chunks, L_s = L/p layers per stage):
   ``P_opt · bytes_per_parameter / (B_HBM·η_mem)``.
 
 ``step_time = pipeline + dp_exposed + embedding_sync + optimizer``. MFU/HFU: :mod:`distcalc.compute.flops`.
+
+Evaluation order (speed only; the results are the same float64 operations in the same order): every
+term that depends only on :data:`UNION_KEY` (micro-batch shape, degrees, recompute, SP, flash) is computed
+once per distinct value of that key (:func:`union_terms`) and gathered with ``np.take``; terms that also
+depend on the ZeRO stage or on which end stage is slowest are tabulated per (key, stage) and gathered
+with a combined index; what depends on the schedule, vpp or micro-batch count is elementwise.
 """
 
 from __future__ import annotations
@@ -26,11 +32,13 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, micro_batch_block,
-                                     run_block)
+from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
+                                     micro_batch_block, run_block)
 from distcalc.analyze.options import AnalyzeOptions
 from distcalc.cluster import ClusterSpec
-from distcalc.compute import DeviceCompute, ModelDims, hardware_flops_per_step, model_flops_per_step
+from distcalc.compute import DeviceCompute, ModelDims
+from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
+from distcalc.parallel import SCHEDULE_ZERO_BUBBLE
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
 
@@ -42,8 +50,8 @@ BATCH_FIELDS: dict[str, Any] = {
 
 
 def normalise_batch(batch: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Broadcast the batch fields to one shape (int64 arrays); ``global_batch`` defaults to
-    ``micro_batch·dp`` (one micro-batch per replica)."""
+    """Broadcast the batch fields to one shape (int64 arrays, read-only views where no copy is needed);
+    ``global_batch`` defaults to ``micro_batch·dp`` (one micro-batch per replica)."""
     unknown = set(batch) - set(BATCH_FIELDS)
     if unknown:
         raise KeyError(f"unknown batch fields {sorted(unknown)}; valid: {', '.join(BATCH_FIELDS)}")
@@ -51,99 +59,190 @@ def normalise_batch(batch: dict[str, Any]) -> dict[str, np.ndarray]:
     if values["global_batch"] is None:
         values["global_batch"] = np.multiply(values["micro_batch"], values["dp"])
     arrays = np.broadcast_arrays(*[np.asarray(v, dtype=np.int64) for v in values.values()])
-    return {k: np.array(a) for k, a in zip(values, arrays)}
+    return dict(zip(values, arrays))
+
+
+#: Fields the per-configuration terms of :func:`union_terms` depend on (every block key).
+UNION_KEY = tuple(dict.fromkeys(MICRO_KEY + BOUNDARY_KEY[:-1] + DP_KEY))
+
+
+def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: dict[str, np.ndarray],
+                o: AnalyzeOptions) -> dict[str, Any]:
+    """Every term of the step time that depends only on :data:`UNION_KEY` (not on the schedule, vpp,
+    ZeRO stage or number of micro-batches), for the distinct rows ``u`` of that key (1-d arrays)."""
+    shape = u["tp"].shape
+    u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64)}
+    mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o), MICRO_KEY, u, shape)
+    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o), BOUNDARY_KEY, u, shape)
+    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o), DP_KEY, u, shape)
+    pp = u["pp"]
+    lps = d.layers / pp
+    layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
+    layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
+    layer_backward = mb["backward_s"] + mb["recompute_s"] + layer_comm - (mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"])
+    layer_compute = mb["forward_s"] + mb["backward_s"]
+    body = lps * (layer_compute + mb["recompute_s"] + layer_comm)
+    first = mb["emb_f"] + mb["emb_b"] + mb["emb_comm"]
+    last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
+    single = pp == 1
+    emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
+    # head compute / TP time of the slowest stage, for "first stage slowest" (T) and "last stage slowest" (F)
+    lc, tpl, tpo = lps * layer_compute, lps * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]), lps * mb["tp_on_link"]
+    head_tp_t = mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0)
+    head_tp_f = mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0)
+    # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
+    t_mb_f = lps * mb["forward_s"]
+    t_mb_b = lps * (mb["backward_s"] + mb["recompute_s"])
+    t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
+    if o.overlap_grad_reduce:
+        e = [np.maximum(t[0] - t_mb_b, 0.0), np.maximum(t[1] - t_mb_b, 0.0), None,
+             np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
+    else:
+        e = [t[0], t[1], None, t[3], t[4]]
+    e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
+    params_gpu = dpb["params_gpu"]
+    opt = lambda shard: (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
+                         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    s = u["seq_len"]
+    return {
+        "mb": mb, "bd": bd, "dpb": dpb, "lps": lps,
+        "first_base": body + first + np.where(single, last, 0.0),
+        "last_base": body + last + np.where(single, first, 0.0),
+        "mean_base": body + (first + last) / pp, "weight": lps * mb["backward_wgrad_s"],
+        "p2p_transfer": bd["p2p_transfer"],
+        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e,
+        "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
+        "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
+        "gpus": u["tp"] * pp * u["dp"] * u["cp"],
+        "compute_t": lc + (emb + np.where(single, out, 0.0)), "compute_f": lc + (out + np.where(single, emb, 0.0)),
+        "tp_exposed_t": tpl + head_tp_t, "tp_exposed_f": tpl + head_tp_f,
+        "tp_on_link_t": tpo + head_tp_t, "tp_on_link_f": tpo + head_tp_f,
+        "recompute": mb["recompute_s"], "cp_all": mb["cp_all"], "ep_all": mb["ep_all"],
+        "layer_forward": layer_forward, "layer_backward": layer_backward,
+        "stage_forward": lps * layer_forward, "stage_backward": lps * layer_backward,
+        "flops_per_token": forward_flops_per_token(d, s) + 0.0 * s,
+        "extra_flops_per_token": recompute_flops_per_token(d, s, u["recompute"], u["flash_attention"]),
+    }
+
+
+def _dp_tables(t: list[np.ndarray], on: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
+    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
+    2 step AllGather, 3/4 ZeRO-3 AllGathers) is ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and
+    the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank)."""
+    t0, t1, t2, t3, t4 = t
+    zero = np.zeros_like(t1)
+    k1 = np.stack([zero, zero, t1, t1], axis=1) * on[:, None]
+    k2 = np.stack([t0, t1 + t2, t2, zero], axis=1) * on[:, None]
+    k3 = np.stack([zero, zero, zero, t3], axis=1) * on[:, None]
+    k4 = np.stack([zero, zero, zero, t4], axis=1) * on[:, None]
+    return tuple(k.ravel() for k in (k1, k2, k3, k4))
+
+
+def _dp_sum(tables: tuple[np.ndarray, ...], take, mf: np.ndarray, any_ge2: bool, any_z3: bool) -> np.ndarray:
+    """``((m·K1 + K2) + m·K3) + m·K4`` gathered per configuration (terms that are 0 everywhere skipped)."""
+    k1, k2, k3, k4 = tables
+    acc = take(k2)
+    if any_ge2:
+        acc = np.multiply(mf, take(k1)) + acc
+    if any_z3:
+        acc += mf * take(k3)
+        acc += mf * take(k4)
+    return acc
 
 
 def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, batch: dict[str, Any],
              options: AnalyzeOptions | None = None, details: bool = False) -> dict[str, Any]:
     """Core of :func:`distcalc.analyze.evaluate_batch` (see the module docstring). With ``details`` the
-    result also holds ``messages``: per-message records of configuration 0 for reports."""
+    result also holds ``messages``: per-message records of configuration 0 for reports.
+
+    The terms that depend only on :data:`UNION_KEY` are computed once per distinct value of that key
+    (:func:`union_terms`) and gathered (per ZeRO stage, or per slowest end stage, where they differ);
+    the rest is elementwise over the batch, in place where a temporary is not needed."""
     o = options or AnalyzeOptions()
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape
-    tp, pp, dp, cp, v = (c[k] for k in ("tp", "pp", "dp", "cp", "vpp"))
-    b, s, rc, sch = c["micro_batch"], c["seq_len"], c["recompute"], c["schedule"]
-    m = np.maximum(c["global_batch"] // (b * dp), 1)
-    zero = np.maximum(c["zero"], 1 if o.distributed_optimizer else 0)
-    c["pp_on"] = (pp > 1).astype(np.int64)
-    layers_per_stage = d.layers / pp
+    flat = {k: v.reshape(-1) for k, v in c.items()}
+    rows, inverse = key_table({k: flat[k] for k in UNION_KEY})
+    u = union_terms(d, device, cluster, rows, o)
 
-    mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o), MICRO_KEY, c, shape)
-    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o), BOUNDARY_KEY, c, shape)
-    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o), DP_KEY, c, shape)
+    def g(x: np.ndarray, index: np.ndarray = inverse) -> np.ndarray:  # union row -> every configuration
+        return np.take(x, index, mode="clip")
 
-    layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
-    layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
-    layer_backward = mb["backward_s"] + mb["recompute_s"] + layer_comm - (mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"])
+    b, dp, pp, v, sch = (flat[k] for k in ("micro_batch", "dp", "pp", "vpp", "schedule"))
+    m = np.maximum(flat["global_batch"] // (b * dp), 1)
+    mf = m.astype(float)
+    zero = np.maximum(flat["zero"], 1 if o.distributed_optimizer else 0)
+
+    # --- pipeline: stage times per micro-batch (+ P2P on the critical path), schedule -------------------
     transfers = p2p_transfers_per_micro_batch(sch, pp, v)
-    p2p = transfers * bd["p2p_transfer"]
+    p2p = transfers * g(u["p2p_transfer"])
     p2p_exposed = 0.0 * p2p if o.pipeline_p2p_overlap else p2p
+    stage_max = g(u["first_base"])
+    stage_max += p2p_exposed
+    stage_last = g(u["last_base"])
+    stage_last += p2p_exposed
+    slow_first = stage_max >= stage_last
+    np.maximum(stage_max, stage_last, out=stage_max)
+    stage_mean = g(u["mean_base"])
+    stage_mean += p2p_exposed
+    weight = g(u["weight"]) if (sch == SCHEDULE_ZERO_BUBBLE).any() else 0.0
+    pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
+    m_stage_max = mf * stage_max
 
-    layer_compute = mb["forward_s"] + mb["backward_s"]
-    body = layers_per_stage * (layer_compute + mb["recompute_s"] + layer_comm)
-    first = mb["emb_f"] + mb["emb_b"] + mb["emb_comm"]
-    last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
-    single = pp == 1
-    stage_first = body + first + np.where(single, last, 0.0) + p2p_exposed
-    stage_last = body + last + np.where(single, first, 0.0) + p2p_exposed
-    stage_max = np.maximum(stage_first, stage_last)
-    stage_mean = body + (first + last) / pp + p2p_exposed
-    weight = layers_per_stage * mb["backward_wgrad_s"]
-    pipeline = pipeline_time_s(sch, pp, m, v, stage_max, stage_mean, weight)
+    # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
+    by_zero = inverse * 4 + zero
+    gz = lambda x: g(x, by_zero)  # noqa: E731
+    any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
+    on = u["dp_on"]
+    dp_on_link = _dp_sum(_dp_tables(u["t"], on), gz, mf, any_ge2, any_z3)
+    dp_exposed = _dp_sum(_dp_tables(u["e"], on), gz, mf, any_ge2, any_z3)
+    optimizer = gz(np.stack([u["opt_replicated"]] + [u["opt_sharded"]] * 3, axis=1).ravel())
+    embedding_sync = g(u["embedding_sync"])
+    step = pipeline + dp_exposed
+    step += embedding_sync
+    step += optimizer
 
-    # --- data parallel (counts per step from traffic.dp_gradient_messages), optimizer -------------------
-    counts = [np.asarray(msg.count, dtype=float) for msg in
-              dp_gradient_messages(1.0, dpb["dp_group"], zero, m, o.grad_reduce_bytes, o.param_gather_bytes)]
-    times = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
-    dp_on_link = sum(cnt * t for cnt, t in zip(counts, times))
-    t_mb_f = layers_per_stage * mb["forward_s"]
-    t_mb_b = layers_per_stage * (mb["backward_s"] + mb["recompute_s"])
-    windows = (t_mb_b, t_mb_b, t_mb_f, t_mb_f, t_mb_b)
-    if o.overlap_grad_reduce:
-        grad_exposed = sum(counts[i] * np.maximum(times[i] - windows[i], 0.0) for i in (0, 1, 3, 4))
-    else:
-        grad_exposed = sum(counts[i] * times[i] for i in (0, 1, 3, 4))
-    ag_exposed = counts[2] * (np.maximum(times[2] - t_mb_f, 0.0) if o.overlap_param_gather else times[2])
-    dp_exposed = grad_exposed + ag_exposed
-    embedding_sync = dpb["embedding_sync"]
-    params_gpu = dpb["params_gpu"]
-    shard = np.where(zero >= 1, dpb["dp_group"], 1.0)
-    optimizer = (params_gpu / shard * o.optimizer_bytes_per_parameter / device.memory_bandwidth_bytes_per_s
-                 + 20 * device.kernel_overhead_s)
-
-    step = pipeline + dp_exposed + embedding_sync + optimizer
-    gpus = tp * pp * dp * cp
-    peak = device.peak_flops_per_s
-    mflops = model_flops_per_step(d, c["global_batch"], s)
-    hflops = hardware_flops_per_step(d, c["global_batch"], s, rc, c["flash_attention"])
-    slow_first = stage_first >= stage_last
-    emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
-    head_compute = np.where(slow_first, emb, out) + np.where(single, np.where(slow_first, out, emb), 0.0)
-    head_tp = (np.where(slow_first, mb["emb_comm"], mb["head_comm"])
-               + np.where(single, np.where(slow_first, mb["head_comm"], mb["emb_comm"]), 0.0))
+    gpus = g(u["gpus"])
+    tokens = flat["global_batch"] * flat["seq_len"]
+    mflops = 3.0 * tokens
+    mflops *= g(u["flops_per_token"])
+    hflops = tokens * g(u["extra_flops_per_token"])
+    np.add(mflops, hflops, out=hflops)
+    by_end = inverse * 2 + slow_first
+    pick = lambda key: g(np.stack([u[key + "_f"], u[key + "_t"]], axis=1).ravel(), by_end)  # noqa: E731
+    m_lps = mf * g(u["lps"])
+    step_gpus_peak = step * gpus
+    step_gpus_peak *= device.peak_flops_per_s
     result = {
         "step_time_s": step,
-        "mfu": mflops / (step * gpus * peak),
-        "hfu": hflops / (step * gpus * peak),
-        "tokens_per_s": c["global_batch"] * s / step,
+        "mfu": mflops / step_gpus_peak,
+        "hfu": np.divide(hflops, step_gpus_peak, out=step_gpus_peak),
+        "tokens_per_s": tokens / step,
         "model_flops": mflops, "hardware_flops": hflops,
-        "compute_s": m * (layers_per_stage * layer_compute + head_compute),
-        "recompute_s": m * layers_per_stage * mb["recompute_s"],
-        "tp_exposed_s": m * (layers_per_stage * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]) + head_tp),
-        "cp_exposed_s": m * layers_per_stage * mb["cp_all"],
-        "ep_exposed_s": m * layers_per_stage * mb["ep_all"],
-        "pp_p2p_s": m * p2p_exposed,
-        "bubble_s": pipeline - m * stage_max,
+        "compute_s": mf * pick("compute"),
+        "recompute_s": m_lps * g(u["recompute"]),
+        "tp_exposed_s": mf * pick("tp_exposed"),
+        "cp_exposed_s": m_lps * g(u["cp_all"]) if u["cp_all"].any() else np.zeros(m.shape),
+        "ep_exposed_s": m_lps * g(u["ep_all"]) if u["ep_all"].any() else np.zeros(m.shape),
+        "pp_p2p_s": mf * p2p_exposed,
+        "bubble_s": pipeline - m_stage_max,
         "dp_exposed_s": dp_exposed, "dp_on_link_s": dp_on_link,
         "embedding_sync_s": embedding_sync, "optimizer_s": optimizer,
-        "tp_on_link_s": m * (layers_per_stage * mb["tp_on_link"] + head_tp),
-        "micro_batches": m, "gpus": gpus, "parameters_per_gpu": params_gpu,
-        "layer_forward_s": layer_forward, "layer_backward_s": layer_backward,
-        "stage_forward_s": layers_per_stage * layer_forward, "stage_backward_s": layers_per_stage * layer_backward,
+        "tp_on_link_s": mf * pick("tp_on_link"),
+        "micro_batches": m, "gpus": gpus, "parameters_per_gpu": g(u["params_gpu"]),
+        "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
+        "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
     }
+    result = {k: x.reshape(shape) for k, x in result.items()}
     if details:
-        result["messages"] = _details(mb, bd, dpb, counts, m, layers_per_stage, transfers, grad_exposed, ag_exposed, o)
+        counts = [np.asarray(msg.count, dtype=float) for msg in
+                  dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
+                                       o.param_gather_bytes)]
+        grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
+        result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, g(u["lps"]), transfers, grad_exposed,
+                                      dp_exposed - grad_exposed, o)
     return result
 
 

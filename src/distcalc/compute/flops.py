@@ -129,16 +129,22 @@ def model_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: Arra
     return 3.0 * tokens * forward_flops_per_token(dims, seq_len)
 
 
-def hardware_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: ArrayLike,
-                            recompute: ArrayLike, flash_attention: ArrayLike = 0) -> ArrayLike:
-    """``F_model`` plus recomputed work: selective (code 1) 3 × the attention core's forward FLOPs
+def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: ArrayLike,
+                              flash_attention: ArrayLike = 0) -> ArrayLike:
+    """Recomputed forward FLOPs per token: selective (code 1) 3 × the attention core's forward FLOPs
     (Korthikanti App. A convention; nothing with flash attention, whose backward recomputes inside the
     kernel and is counted in neither), full (code 2) every layer's forward."""
-    tokens = np.multiply(global_batch, seq_len)
     core = dims.layers * attention_core_flops_per_token(dims, seq_len)
     layers_fwd = (dims.dense_layers * layer_gemm_flops_per_token(dims, False)
                   + dims.moe_layers * layer_gemm_flops_per_token(dims, True)) + core
     r = np.asarray(recompute)
     no_flash = np.where(np.asarray(flash_attention) != 0, 0.0, 1.0)
-    extra = np.where(r == 2, layers_fwd, np.where(r == 1, 3.0 * core * no_flash, 0.0))
+    return np.where(r == 2, layers_fwd, np.where(r == 1, 3.0 * core * no_flash, 0.0))
+
+
+def hardware_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: ArrayLike,
+                            recompute: ArrayLike, flash_attention: ArrayLike = 0) -> ArrayLike:
+    """``F_model`` plus the recomputed work, ``B·s·``:func:`recompute_flops_per_token`."""
+    tokens = np.multiply(global_batch, seq_len)
+    extra = recompute_flops_per_token(dims, seq_len, recompute, flash_attention)
     return model_flops_per_step(dims, global_batch, seq_len) + tokens * extra
