@@ -26,6 +26,8 @@ ring-like collectives (AllReduce passes = 2; ReduceScatter, AllGather = 1; AllTo
 
 from __future__ import annotations
 
+from collections import Counter
+
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -112,9 +114,9 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
         return GroupPlacement(dim, 1, stride, 1, 1, None, 1.0, 0.0, "none")
     g = cluster.gpus_per_node
     members = [j * stride for j in range(size)]
-    node_of = [r // g for r in members]
-    nodes = len(set(node_of))
-    per_node = max(node_of.count(n) for n in set(node_of))
+    members_per_node = Counter(r // g for r in members)
+    nodes = len(members_per_node)
+    per_node = max(members_per_node.values())
     intra_bw = cluster.intra.bandwidth_bytes_per_s * cluster.intra.efficiency
     inr = cluster.in_network_reduction if in_network_reduction is None else in_network_reduction
     if nodes == 1:
