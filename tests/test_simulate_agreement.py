@@ -6,7 +6,7 @@ trees), the simulator runs the schedule on random data and must verify the colle
 
 * exact formulas: simulated steps, latency term, bandwidth term, total time and bytes sent per GPU equal the
   analytic ones to a relative 1e-9;
-* deliberate approximations of the analytic side (docs/references/simulate.md, "approximations"): the
+* deliberate approximations of the analytic side (REFERENCES.md, Simulator, "approximations"): the
   simulated time is never below the analytic one, and the documented exact relation holds where there is one;
 * NCCL's tuning model (nccl-ring / nccl-tree) is not a schedule: only the schedule is verified.
 """
@@ -66,7 +66,7 @@ def _cases():
 
 CASES = list(_cases())
 
-# Every analytic-side disagreement the simulator found was resolved (docs/references/simulate.md, "formula
+# Every analytic-side disagreement the simulator found was resolved (REFERENCES.md, Simulator, "formula
 # corrections found by the simulator"); what remains are byte-count conventions the library keeps because
 # reference_cases.csv pins them. The simulator counts every byte a GPU injects (forwarded blocks included) and
 # the true busiest sender; the test pins both numbers.
