@@ -4,18 +4,105 @@ A message's time depends on its size (an array over configurations) and on the t
 runs on, which depends only on a few degrees (TP: tp; DP: tp, cp, dp; …). :func:`message_times` groups
 the configurations by those degrees (few distinct values), builds each placement once
 (:func:`distcalc.placement.group_placement`) and evaluates the collective cost on the array of sizes.
+
+Calibration (``distcalc calibrate``, :mod:`distcalc.calibration`): a :class:`CalibratedCluster` carries a
+calibration, and every collective on a group whose tier was measured runs on α and B fitted for that
+collective kind (:func:`calibrated_placement`). Link efficiency η: a placement's topology holds ``η·B`` of
+the preset links; a measured tier's α and B *replace* those values and η is not applied on top (the
+measurement already contains whatever the link and the library lose), nor is the NCCL pipeline-fill term
+of :func:`distcalc.placement.effective_time_s` (the fitted ``t = a + c·M`` already contains the fill: it
+is constant in M for large messages and linear for small ones). Tiers the calibration did not measure
+keep ``η·B``, α and the fill term of the preset.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
+from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import GroupPlacement, effective_time_s, group_placement, parse_order, strides
-from distcalc.traffic import Dim, Message
+from distcalc.traffic import Comm, Dim, Message
+
+#: Tier whose link sets a placement's pipeline-fill term (its slowest tier, see :mod:`distcalc.placement`).
+FILL_TIER = {"intra": "intra", "inter": "inter", "hierarchical": "inter"}
+
+
+class CalibratedCluster(ClusterSpec):
+    """A cluster whose collectives use the α and B that ``distcalc calibrate`` fitted (module docstring)."""
+
+    calibration: Calibration = Field(exclude=True, description="fits replacing η·B and α of measured tiers")
+
+    def __hash__(self) -> int:  # the calibration is mutable: identity, like the lru caches expect
+        return hash((self.name, id(self.calibration)))
+
+
+def with_calibration(cluster: ClusterSpec, calibration: Calibration | None) -> ClusterSpec:
+    """``cluster`` carrying ``calibration`` (unchanged without one or without collective fits)."""
+    if calibration is None or not calibration.fits:
+        return cluster
+    fields = {name: getattr(cluster, name) for name in ClusterSpec.model_fields}
+    return CalibratedCluster(**fields, calibration=calibration)
+
+
+def measured_tiers(calibration: Calibration) -> set[str]:
+    """Tiers (``intra``, ``inter``) the calibration has collective fits for."""
+    return {fit.tier for fit in calibration.collective_fits()}
+
+
+def calibrated_placement(placement: GroupPlacement, kind: Comm, calibration: Calibration,
+                         size_bytes: float | None = None) -> GroupPlacement:
+    """``placement`` with the fitted α and B of ``kind`` on its measured tiers (module docstring).
+
+    Flat groups take the fit of their own tier (``intra``: one node; ``inter``: one GPU per node, the
+    ``bench collectives`` inter tier); hierarchical groups go through
+    :func:`distcalc.calibration.calibrated_topology` (``intra`` fit on B1/α1, ``inter`` on B2/α2). When the
+    tier that sets the pipeline fill was measured, the fill term is dropped and the algorithm becomes the
+    one the fit was made for (where valid on the topology), so that the model reproduces the measured
+    times at the measured group size. ``size_bytes`` picks the segment of two-segment fits."""
+    if placement.topology is None:
+        return placement
+    tiers = measured_tiers(calibration)
+    topo = placement.topology
+    if placement.tier == "hierarchical":
+        topo = calibrated_topology(topo, kind.value, calibration, size_bytes)
+    elif placement.tier in tiers:
+        segment = calibration.fit_for(kind.value, placement.tier).segment_for(size_bytes)
+        topo = dataclasses.replace(topo, latency_s=segment["latency_s"],
+                                   bandwidth_bytes_per_s=segment["bandwidth_bytes_per_s"])
+    fill_tier = FILL_TIER[placement.tier]
+    if fill_tier not in tiers:
+        return dataclasses.replace(placement, topology=topo)
+    fit = calibration.fit_for(kind.value, fill_tier)
+    return dataclasses.replace(placement, topology=topo, pipeline_chunk_bytes=0.0, preferred_algorithm=fit.algorithm)
+
+
+def segment_bounds(calibration: Calibration) -> np.ndarray:
+    """Every finite segment boundary of the calibration's fits (sorted): sizes between two consecutive
+    bounds pick the same segment of every fit (:meth:`CollectiveFit.segment_for`)."""
+    bounds = {float(s["max_size_bytes"]) for fit in calibration.collective_fits() for s in fit.segments}
+    return np.array(sorted(b for b in bounds if np.isfinite(b)))
+
+
+def calibrated_time_s(kind: Comm, size_bytes: np.ndarray, placement: GroupPlacement, calibration: Calibration,
+                      bounds: np.ndarray, cache: dict) -> tuple[np.ndarray, str]:
+    """:func:`distcalc.placement.effective_time_s` on the calibrated placement of each size's segment."""
+    bins = np.searchsorted(bounds, size_bytes, side="right")
+    times = np.zeros(size_bytes.shape)
+    algorithm = "none"
+    for b in np.unique(bins):
+        sel = bins == b
+        key = (id(placement), kind, int(b))
+        if key not in cache:
+            cache[key] = calibrated_placement(placement, kind, calibration, float(size_bytes[sel][0]))
+        times[sel], algo = effective_time_s(kind, size_bytes[sel], cache[key])
+        algorithm = algo if algorithm == "none" else algorithm
+    return times, algorithm
 
 
 @dataclass(frozen=True)
@@ -64,8 +151,12 @@ def placements(cluster: ClusterSpec, dim: Dim, key: GroupKey) -> tuple[np.ndarra
 def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim, GroupKey],
                   shape: tuple[int, ...]) -> list[tuple[Message, np.ndarray, list[str]]]:
     """Time of ONE instance of each message for every configuration (seconds, array of ``shape``), with the
-    algorithm chosen per distinct group (for reports)."""
+    algorithm chosen per distinct group (for reports). On a :class:`CalibratedCluster` the collectives use
+    the calibrated α and B (:func:`calibrated_placement`)."""
     cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement]]] = {}
+    calibration = getattr(cluster, "calibration", None)
+    bounds = segment_bounds(calibration) if calibration is not None else None
+    calibrated: dict = {}
     out = []
     for message in messages:
         if message.dim not in cache:
@@ -80,7 +171,11 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             if not mask.any():
                 algorithms.append("none")
                 continue
-            t, algorithm = effective_time_s(message.collective, sizes[mask], placement)
+            if calibration is None:
+                t, algorithm = effective_time_s(message.collective, sizes[mask], placement)
+            else:
+                t, algorithm = calibrated_time_s(message.collective, sizes[mask], placement, calibration, bounds,
+                                                 calibrated)
             times[mask] = t
             algorithms.append(algorithm)
         out.append((message, times, algorithms))

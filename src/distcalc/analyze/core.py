@@ -34,7 +34,9 @@ import numpy as np
 
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block)
+from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.options import AnalyzeOptions
+from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
@@ -125,6 +127,13 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     }
 
 
+def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
+    """Whether the calibration's GEMM fit was made on ``device`` (same preset name): the fitted η_core,
+    η_mem and t₀ belong to the constants of the device they were fitted on (a CPU fit, η relative to the
+    CPU's best throughput, says nothing about an H100), so a fit made elsewhere is not applied."""
+    return bool(calibration.compute) and calibration.compute.get("device") == device.name
+
+
 def _dp_tables(t: list[np.ndarray], on: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
     ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
@@ -158,8 +167,13 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
 
     The terms that depend only on :data:`UNION_KEY` are computed once per distinct value of that key
     (:func:`union_terms`) and gathered (per ZeRO stage, or per slowest end stage, where they differ);
-    the rest is elementwise over the batch, in place where a temporary is not needed."""
+    the rest is elementwise over the batch, in place where a temporary is not needed. With
+    ``options.calibration`` the device takes the calibrated GEMM efficiency and the collectives the
+    calibrated α and B (:mod:`distcalc.analyze.comm`)."""
     o = options or AnalyzeOptions()
+    if o.calibration is not None:
+        device = calibrated_device(device, o.calibration) if gemm_fit_applies(o.calibration, device) else device
+        cluster = with_calibration(cluster, o.calibration)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape

@@ -6,6 +6,8 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from distcalc.calibration import Calibration
+
 
 class ContextParallelAlgorithm(str, Enum):
     """How context parallelism exchanges keys/values: ring attention (Send/Recv) or Ulysses (AllToAll)."""
@@ -36,6 +38,11 @@ class AnalyzeOptions(BaseModel):
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
       on each micro-batch's critical path.
+    * ``calibration`` None: a :class:`distcalc.calibration.Calibration` (``distcalc calibrate``). Its
+      collective fits replace α and η·B of every measured tier, per collective kind, with no η on top
+      (:mod:`distcalc.analyze.comm`); its GEMM fit replaces the device's efficiency curve
+      (:func:`distcalc.calibration.calibrated_device`). Not part of the JSON dump of the options (the
+      report has its own ``calibration`` summary).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -52,3 +59,4 @@ class AnalyzeOptions(BaseModel):
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
     moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
+    calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")

@@ -6,18 +6,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from distcalc.analyze.comm import group_keys, group_of
-from distcalc.analyze.core import evaluate
+from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
+from distcalc.analyze.core import evaluate, gemm_fit_applies
 from distcalc.analyze.options import AnalyzeOptions
+from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
 from distcalc.model import ModelSpec, load_model
 from distcalc.parallel import ParallelConfig, validate_for_model
-from distcalc.traffic import Dim
+from distcalc.traffic import Comm, Dim
 
 BREAKDOWN_KEYS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s",
                   "bubble_s", "dp_exposed_s", "embedding_sync_s", "optimizer_s")
@@ -39,9 +41,38 @@ def _resolve(spec: ModelSpec | str, cluster: ClusterSpec | str) -> tuple[ModelSp
     return spec, cluster
 
 
+def with_calibration_option(options: AnalyzeOptions | None,
+                            calibration: Calibration | str | Path | None) -> AnalyzeOptions | None:
+    """``options`` with ``calibration`` (a :class:`Calibration` or a calibration file path) set; unchanged
+    when ``calibration`` is None (``options.calibration`` then applies, if any)."""
+    if calibration is None:
+        return options
+    if not isinstance(calibration, Calibration):
+        calibration = load_calibration(calibration)
+    return (options or AnalyzeOptions()).model_copy(update={"calibration": calibration})
+
+
+def calibration_summary(calibration: Calibration, device: DeviceCompute) -> dict[str, Any]:
+    """What a report says about the calibration it used (the fits without their residuals); ``compute``
+    says whether the GEMM fit applied to ``device`` (:func:`distcalc.analyze.core.gemm_fit_applies`)."""
+    compute = calibration.compute
+    return {
+        "sources": calibration.sources, "created": calibration.created, "backend": calibration.backend,
+        "world_size": calibration.world_size,
+        "collectives": [{"collective": f.collective, "tier": f.tier, "group_size": f.group_size,
+                         "algorithm": f.algorithm, "latency_s": f.latency_s,
+                         "bandwidth_bytes_per_s": f.bandwidth_bytes_per_s} for f in calibration.collective_fits()],
+        "compute": None if not compute else {"device": compute.get("device"),
+                                             "parameters": compute.get("parameters", {}),
+                                             "applied": gemm_fit_applies(calibration, device)},
+        "link_efficiency": "measured tiers use the fitted alpha and B as they are (no eta, no pipeline-fill "
+                           "term); tiers not measured keep eta*B of the cluster preset",
+    }
+
+
 def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dict[str, Any],
                    options: AnalyzeOptions | None = None, dtype: str = "bf16",
-                   memory: bool = True) -> dict[str, np.ndarray]:
+                   memory: bool = True, *, calibration: Calibration | str | Path | None = None) -> dict[str, np.ndarray]:
     """Step time, MFU, HFU, tokens/s, memory and the time breakdown of many configurations at once.
 
     ``batch`` maps field names to NumPy integer arrays (or scalars), broadcast together:
@@ -51,8 +82,11 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
     ``seq_len`` (default 2048). Configurations are assumed valid (``distcalc.parallel`` checks them).
     Returns arrays: ``step_time_s, mfu, hfu, tokens_per_s, memory_bytes`` (worst stage, if ``memory``),
     the breakdown keys of :data:`BREAKDOWN_KEYS` and ``tp_on_link_s, dp_on_link_s, micro_batches, gpus``.
+    ``calibration`` (a :class:`~distcalc.calibration.Calibration` or a file from ``distcalc calibrate``)
+    sets ``options.calibration``: measured α/B for the collectives, measured GEMM efficiency.
     """
     spec, cluster = _resolve(spec, cluster)
+    options = with_calibration_option(options, calibration)
     out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options)
     if memory:
         out["memory_bytes"] = _memory_batch(spec, batch, options, dtype)
@@ -102,6 +136,7 @@ class StepReport:
     time_to_train_s: float | None = None
     tokens_budget: float | None = None
     pipeline: dict[str, Any] = field(default_factory=dict)
+    calibration: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (design §4 keys first)."""
@@ -113,16 +148,38 @@ class StepReport:
         if self.tokens_budget is not None:
             out["tokens"] = self.tokens_budget
             out["time_to_train_s"] = self.time_to_train_s
+        if self.calibration is not None:
+            out["calibration"] = self.calibration
         return out
 
 
+def _groups(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOptions) -> dict[str, Any]:
+    """Each dimension's group (``describe()``); with a calibration, the all-reduce α and B of its measured
+    tiers and ``calibrated``: the tiers measured."""
+    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
+                      options.rank_order)
+    groups = {}
+    cal = options.calibration
+    tiers = measured_tiers(cal) if cal is not None else set()
+    for dim in Dim:
+        placement = group_of(cluster, dim, keys[dim])
+        applied = sorted(tiers & ({"intra", "inter"} if placement.tier == "hierarchical" else {placement.tier}))
+        if applied:
+            placement = calibrated_placement(placement, Comm.ALL_REDUCE, cal)
+        groups[dim.value] = {**placement.describe(), **({"calibrated": applied} if applied else {})}
+    return groups
+
+
 def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelConfig,
-            options: AnalyzeOptions | None = None, tokens: float | None = None) -> StepReport:
-    """The full step-time report of one configuration (validated against the model first)."""
+            options: AnalyzeOptions | None = None, tokens: float | None = None, *,
+            calibration: Calibration | str | Path | None = None) -> StepReport:
+    """The full step-time report of one configuration (validated against the model first).
+    ``calibration``: as in :func:`evaluate_batch`."""
     from distcalc.memory import memory_report
 
     spec, cluster = _resolve(spec, cluster)
     options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
+    options = with_calibration_option(options, calibration)
     validate_for_model(config, spec)
     dtype = config.dtype.value
     batch = config_batch(config)
@@ -133,14 +190,15 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
     breakdown["total_s"] = step
     breakdown["tp_on_link_s"] = f("tp_on_link_s")
     breakdown["dp_on_link_s"] = f("dp_on_link_s")
-    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
-                      options.rank_order)
-    groups = {dim.value: group_of(cluster, dim, keys[dim]).describe() for dim in Dim}
+    groups = _groups(cluster, config, options)
     for row in out["messages"]:
         row["topology"] = groups[row["dim"]]["kind"]
+        if options.calibration is not None:
+            row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
     mem = memory_report(spec, config, cluster.gpu)
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
+    cal = options.calibration
     report = StepReport(
         model={"name": spec.name, "parameters": spec.parameters},
         cluster={**cluster.describe(), "gpus": config.world_size, "nodes": -(-config.world_size // cluster.gpus_per_node)},
@@ -158,6 +216,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         pipeline={"micro_batches": int(f("micro_batches")), "schedule": config.resolved_schedule.value,
                   "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],
                   "stage_forward_s": f("stage_forward_s"), "stage_backward_s": f("stage_backward_s")},
+        calibration=calibration_summary(cal, device) if cal is not None else None,
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
+from distcalc.calibration import load_calibration
 from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
 from distcalc.cluster import load_cluster
 from distcalc.model import load_model
@@ -55,23 +56,28 @@ def _render(report: StepReport, example: bool) -> None:
             table.add_row(label, format_time(value), f"{100 * value / report.step_time_s:.1f}")
     table.add_row("[bold]step[/bold]", f"[bold]{format_time(report.step_time_s)}[/bold]", "100.0")
     console.print(table)
-    comm = Table(title="communication per step (per GPU)")
-    for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("size", "right"),
-                          ("count", "right"), ("on link", "right"), ("exposed", "right"), ("algorithm", "left"),
-                          ("topology", "left")):
+    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
+    for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
+                          ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
+                          ("algorithm", "left"), ("topology", "left")):
         comm.add_column(name, justify=justify)
     for row in report.communication:
-        comm.add_row(row["dim"], row["collective"], row["phase"], format_size(row["size_bytes"]), f"{row['count']:g}",
-                     format_time(row["time_s"]), format_time(row["exposed_s"]), row["algorithm"], row["topology"])
+        mark = "*" if row.get("calibrated") else ""
+        comm.add_row(row["dim"], row["collective"], row["phase"], row.get("note", ""), format_size(row["size_bytes"]),
+                     f"{row['count']:g}", format_time(row["time_s"]) + mark, format_time(row["exposed_s"]) + mark,
+                     row["algorithm"], row["topology"])
     console.print(comm)
     groups = Table(title="process groups on the cluster")
-    for name in ("dim", "GPUs", "topology", "tier", "nodes", "η·B per GPU"):
+    for name in ("dim", "GPUs", "topology", "tier", "nodes", "B per GPU (η·B, or measured)"):
         groups.add_column(name)
     for dim, g in report.groups.items():
         if g["gpus"] > 1:
             bw = g.get("inter_bandwidth_bytes_per_s") or g.get("bandwidth_bytes_per_s")
-            groups.add_row(dim, str(g["gpus"]), g["kind"], g["tier"], str(g.get("nodes", 1)), format_rate(bw))
+            measured = f" (measured: {', '.join(g['calibrated'])})" if g.get("calibrated") else ""
+            groups.add_row(dim, str(g["gpus"]), g["kind"], g["tier"], str(g.get("nodes", 1)), format_rate(bw) + measured)
     console.print(groups)
+    if report.calibration:
+        _render_calibration(report.calibration)
     mem = report.memory
     total = mem.get("total_bytes")
     if total is not None:
@@ -79,6 +85,22 @@ def _render(report: StepReport, example: bool) -> None:
         console.print(f"memory (worst stage): {format_size(total)} per GPU -> {fits}  (weights "
                       f"{format_size(mem.get('weights_bytes', 0))}, optimizer {format_size(mem.get('optimizer_bytes', 0))}, "
                       f"activations {format_size(mem.get('activations_bytes', 0))})")
+
+
+def _render_calibration(cal: dict[str, Any]) -> None:
+    """One line on what the calibration replaced (or left alone)."""
+    fits = cal["collectives"]
+    tiers = sorted({f["tier"] for f in fits})
+    compute = cal["compute"]
+    parts = []
+    if fits:
+        parts.append(f"{len(fits)} collective fits ({cal['backend']}, {cal['world_size']} ranks) replace α and η·B "
+                     f"on the {'/'.join(tiers)} tier(s)")
+    if compute and compute["applied"]:
+        parts.append(f"GEMM efficiency fitted on {compute['device']}")
+    elif compute:
+        parts.append(f"GEMM fit made on {compute['device']!r} not applied (another device)")
+    console.print(f"[dim]calibration {cal.get('file') or ', '.join(cal['sources'])}: {'; '.join(parts)}[/dim]")
 
 
 def register(app: typer.Typer) -> None:
@@ -119,6 +141,9 @@ def register(app: typer.Typer) -> None:
         tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
+        calibration: Annotated[Optional[Path], typer.Option(
+            "--calibration", help="calibration file from `distcalc calibrate`: measured α/B per collective and "
+                                  "tier (replacing η·B) and GEMM efficiency")] = None,
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes."""
         given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
@@ -143,8 +168,11 @@ def register(app: typer.Typer) -> None:
         config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention)
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
-                                 cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer)
+                                 cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
+                                 calibration=load_calibration(calibration) if calibration is not None else None)
         report = analyze(spec, cluster_spec, config, options, tokens=tokens)
+        if report.calibration is not None:
+            report.calibration["file"] = str(calibration)
         if plot is not None:
             from distcalc.plots_analyze import plot_analysis
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
+from distcalc.calibration import load_calibration
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.cluster import load_cluster
 from distcalc.errors import ConfigError
@@ -162,10 +163,13 @@ def register(app: typer.Typer) -> None:
         gpu: Annotated[Optional[str], typer.Option(help="GPU preset overriding the cluster's")] = None,
         output: Annotated[Optional[Path], typer.Option(help="write every feasible configuration (CSV)")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        calibration: Annotated[Optional[Path], typer.Option(
+            "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
         spec = load_model(model)
         cluster_spec = load_cluster(cluster, gpu=gpu)
+        calibration_data = load_calibration(calibration) if calibration is not None else None
         counts = parse_gpu_counts(gpus)
         if min_gpus and len(counts) == 1:
             counts = min_gpus_candidates(counts[0], cluster_spec.gpus_per_node)
@@ -179,14 +183,19 @@ def register(app: typer.Typer) -> None:
             choices=choices, min_gpus=min_gpus,
             target_step_time_s=None if target_step_time is None else parse_time(target_step_time, allow_zero=False),
             target_memory_bytes=None if target_memory is None else parse_size(target_memory),
+            calibration=calibration_data,
         )
         written = write_csv(result, output) if output is not None else None
         if json_output:
             data = payload(result, top)
+            if calibration is not None:
+                data["calibration"] = str(calibration)
             if output is not None:
                 data["output"] = {"path": str(output), "rows": written}
             emit_json(data)
             return
         _render(result, top)
+        if calibration is not None:
+            console.print(f"[dim]step times use the calibration {calibration} (measured α/B, GEMM efficiency)[/dim]")
         if output is not None:
             console.print(f"{written:,} feasible configurations written to {output}")

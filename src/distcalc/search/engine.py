@@ -8,7 +8,8 @@ Pipeline per GPU count N (:func:`search`):
    ``distcalc memory``) on all of them at once; a configuration is *feasible* when its worst pipeline stage needs at most
    ``(1 − headroom) × HBM``. The others are counted as rejected for OOM.
 3. Step time for the feasible ones: :func:`distcalc.analyze.evaluate_batch` (the formulas behind
-   ``distcalc analyze``), vectorized over the configurations.
+   ``distcalc analyze``), vectorized over the configurations — with the job's calibration, if any
+   (``distcalc calibrate``: measured α/B per collective and tier, measured GEMM efficiency).
 
 Nothing here prices anything itself: every number comes from the memory and analyze modules.
 """
@@ -21,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from distcalc.calibration import Calibration, load_calibration
 from distcalc.errors import ConfigError
 from distcalc.hardware import load_gpu
 from distcalc.memory import memory_worst_stage_bytes_batch
@@ -148,6 +150,7 @@ class Job:
     seq_len: int
     flash_attention: bool = True
     dtype: Precision = Precision.BF16
+    calibration: Calibration | None = None  # measured α/B and GEMM efficiency; None: the preset's η·B
 
     @property
     def gpu_memory_bytes(self) -> int:
@@ -176,7 +179,8 @@ def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]
         return {"step_time_s": np.zeros(0), "mfu": np.zeros(0)}
     batch = dict(configs, global_batch=job.global_batch, seq_len=job.seq_len,
                  flash_attention=int(job.flash_attention))
-    out = evaluate_batch(job.spec, job.cluster, batch, dtype=job.dtype.value, memory=False)
+    out = evaluate_batch(job.spec, job.cluster, batch, dtype=job.dtype.value, memory=False,
+                         calibration=job.calibration)
     return {k: np.asarray(out[k], dtype=float) for k in ("step_time_s", "mfu")}
 
 
@@ -209,14 +213,16 @@ def _meets(count: CountResult, targets: dict[str, float | None]) -> bool:
 def search(spec, cluster, gpus: int | Sequence[int], *, global_batch: int, seq_len: int, headroom: float = 0.05,
            choices: SpaceChoices | None = None, flash_attention: bool = True, dtype: Precision = Precision.BF16,
            min_gpus: bool = False, target_step_time_s: float | None = None,
-           target_memory_bytes: float | None = None) -> SearchResult:
+           target_memory_bytes: float | None = None, calibration: Any = None) -> SearchResult:
     """Search every configuration of ``spec`` (a ModelSpec) on ``cluster`` (a ClusterSpec) for each GPU count
     in ``gpus``.
 
     ``headroom``: fraction of HBM left free (a configuration is feasible when its worst stage needs at most
     ``(1 − headroom) × HBM``). With ``min_gpus`` the counts are tried in increasing order and the search stops
     at the first count with a feasible configuration meeting the targets (step time ≤ ``target_step_time_s``,
-    memory ≤ ``target_memory_bytes``; no target = any feasible configuration): ``result.min_gpus``."""
+    memory ≤ ``target_memory_bytes``; no target = any feasible configuration): ``result.min_gpus``.
+    ``calibration``: a :class:`distcalc.calibration.Calibration` or a calibration file path (step times
+    then use its measured α/B and GEMM efficiency; memory is unaffected)."""
     counts = [int(gpus)] if np.isscalar(gpus) else sorted({int(g) for g in gpus})
     if not counts or counts[0] < 1:
         raise ConfigError(f"gpus must be >= 1 (got {gpus!r})")
@@ -225,7 +231,9 @@ def search(spec, cluster, gpus: int | Sequence[int], *, global_batch: int, seq_l
     for name, value in (("global_batch", global_batch), ("seq_len", seq_len)):
         if int(value) < 1:
             raise ConfigError(f"{name}({value}) must be >= 1")
-    job = Job(spec, cluster, int(global_batch), int(seq_len), bool(flash_attention), Precision(dtype))
+    if calibration is not None and not isinstance(calibration, Calibration):
+        calibration = load_calibration(calibration)
+    job = Job(spec, cluster, int(global_batch), int(seq_len), bool(flash_attention), Precision(dtype), calibration)
     targets = {"step_time_s": target_step_time_s, "memory_bytes": target_memory_bytes}
     result = SearchResult(model=spec.name, parameters=spec.parameters, cluster=cluster.name,
                           gpu_memory_bytes=job.gpu_memory_bytes, global_batch=job.global_batch,
