@@ -265,10 +265,16 @@ def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o
     f = lambda x: float(np.ravel(x)[0])  # noqa: E731
     rows = []
     ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
+    # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_all / (CP time on link),
+    # spread evenly over the CP messages so that the rows add up to the breakdown's cp_exposed_s.
+    cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.CP)
+    cp_ratio = f(mb["cp_all"]) / cp_on_link if cp_on_link > 0 else 0.0
     for msg, times, algos in mb["_entries"]:
         per_layer = msg.dim in (Dim.TP, Dim.CP, Dim.EP) and "embedding" not in msg.note and "logits" not in msg.note
         scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb["moe_fraction"]) if msg.dim == Dim.EP else 1.0)
-        rows.append((msg, f(times), algos, scope, ov_ratio if (msg.dim == Dim.TP and msg.overlappable) else 1.0))
+        exposed_frac = (ov_ratio if (msg.dim == Dim.TP and msg.overlappable)
+                        else cp_ratio if msg.dim == Dim.CP else 1.0)
+        rows.append((msg, f(times), algos, scope, exposed_frac))
     for msg, times, algos in bd["_entries"]:
         rows.append((msg, f(times), algos, f(m) * f(transfers), 0.0 if o.pipeline_p2p_overlap else 1.0))
     dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in zip(counts, dpb["_entries"]))
