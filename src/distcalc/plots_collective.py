@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
+from distcalc.plots import save_log_log
+
 
 def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequence[float]], path: str | Path,
                       title: str = "", lower_bound_s: Sequence[float] | None = None) -> Path:
@@ -19,15 +21,5 @@ def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequen
         axis.plot(sizes_bytes, times, marker="o", markersize=3, label=name)
     if lower_bound_s is not None:
         axis.plot(sizes_bytes, lower_bound_s, linestyle="--", color="black", label="lower bound")
-    axis.set_xscale("log", base=2)
-    axis.set_yscale("log")
-    axis.set_xlabel("size M (bytes, NCCL convention)")
-    axis.set_ylabel("time (s)")
-    axis.set_title(title)
-    axis.grid(True, which="both", alpha=0.3)
-    axis.legend(fontsize=8)
-    figure.tight_layout()
-    out = Path(path)
-    figure.savefig(out, dpi=120)
-    plt.close(figure)
-    return out
+    return save_log_log(figure, axis, xlabel="size M (bytes, NCCL convention)", ylabel="time (s)", title=title,
+                        path=path)

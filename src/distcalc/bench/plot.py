@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from distcalc.plots import save_log_log
 from distcalc.calibration.collectives import group_rows
 
 
@@ -21,15 +22,6 @@ def plot_busbw(rows: list[dict[str, Any]], path: str | Path, title: str = "") ->
         label = collective if tier == "intra" else f"{collective} ({tier})"
         axes.plot([r["size_bytes"] for r in group], [r["busbw_bytes_per_s"] / 1e9 for r in group],
                   marker="o", markersize=3, label=label)
-    axes.set_xscale("log", base=2)
-    axes.set_yscale("log")
-    axes.set_xlabel("message size M (bytes, NCCL convention)")
-    axes.set_ylabel("bus bandwidth (GB/s)")
-    axes.set_title(title or "distcalc bench collectives: busbw vs size")
-    axes.grid(True, which="both", alpha=0.3)
-    axes.legend(fontsize=8)
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=120)
-    plt.close(figure)
-    return path
+    return save_log_log(figure, axes, xlabel="message size M (bytes, NCCL convention)",
+                        ylabel="bus bandwidth (GB/s)", title=title or "distcalc bench collectives: busbw vs size",
+                        path=path)

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
 from distcalc.calibration import load_calibration
-from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
+from distcalc.cli.common import console, emit_report, handle_errors, parse_or_exit
 from distcalc.cluster import load_cluster
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
@@ -177,12 +177,4 @@ def register(app: typer.Typer) -> None:
             from distcalc.plots_analyze import plot_analysis
 
             plot_analysis(report, plot)
-        if json_output:
-            payload = report.to_dict()
-            if plot is not None:
-                payload["plot"] = str(plot)
-            emit_json(payload)
-            return
-        _render(report, example)
-        if plot is not None:
-            console.print(f"plot written to {plot}")
+        emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report, example))

@@ -97,3 +97,17 @@ def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
         return parser(text)
     except DistcalcError as error:
         raise type(error)(f"{option}: {error}") from None
+
+
+def emit_report(report: Any, *, json_output: bool, plot: Any, render: Callable[[], None]) -> None:
+    """Print a report: its ``to_dict()`` as JSON (with ``plot`` when a figure was written), or the rich view
+    followed by where the figure went."""
+    if json_output:
+        payload = report.to_dict()
+        if plot is not None:
+            payload["plot"] = str(plot)
+        emit_json(payload)
+        return
+    render()
+    if plot is not None:
+        console.print(f"plot written to {plot}")

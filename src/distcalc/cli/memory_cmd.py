@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.cli.common import console, emit_report, handle_errors
 from distcalc.hardware import load_gpu
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.model import load_model
@@ -151,12 +151,4 @@ def register(app: typer.Typer) -> None:
         report = memory_report(spec, config, device, options)
         if plot is not None:
             plot_memory(report, plot)
-        if json_output:
-            payload = report.to_dict()
-            if plot is not None:
-                payload["plot"] = str(plot)
-            emit_json(payload)
-            return
-        _render(report)
-        if plot is not None:
-            console.print(f"plot written to {plot}")
+        emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report))
