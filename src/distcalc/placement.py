@@ -171,7 +171,23 @@ def effective_time_s(kind: Comm, size_bytes: Any, placement: GroupPlacement,
     """(time_s, algorithm) of one collective of ``size_bytes`` on the group's topology: the collective
     library's α-β cost on the effective (η-scaled) links plus the NCCL pipeline fill (module docstring).
     Works elementwise on a NumPy array of sizes; size 1 or M = 0 costs 0."""
-    from distcalc.collective import collective_cost
+    time_s, algo = effective_time_elementwise_s(kind, size_bytes, placement, algorithm)
+    return time_s, algorithm_name(algo)
+
+
+def algorithm_name(algo: Any, index: int = 0) -> str:
+    """Name of the algorithm :func:`effective_time_elementwise_s` chose for element ``index`` (``"none"``
+    for an empty array)."""
+    if isinstance(algo, np.ndarray):
+        algo = algo.flat[index] if algo.size else "none"
+    return getattr(algo, "value", str(algo))
+
+
+def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPlacement,
+                                 algorithm: str = "auto") -> tuple[Any, Any]:
+    """:func:`effective_time_s` with the algorithm per element (an object array where ``auto`` picked
+    elementwise, else one name): one call prices a whole array of sizes of one collective on one group."""
+    from distcalc.collective import CollectiveKind, collective_cost, valid_algorithms
     from distcalc.p2p import send_recv_cost
 
     m = np.asarray(size_bytes, dtype=float)
@@ -181,10 +197,6 @@ def effective_time_s(kind: Comm, size_bytes: Any, placement: GroupPlacement,
     if kind == Comm.SEND_RECV:
         cost = send_recv_cost(m, topo, 0, topo.gpus - 1 if topo.gpus > 1 else 0)
         return np.where(m > 0, cost.time_s, 0.0), "p2p"
-    from distcalc.collective import CollectiveKind
-
-    from distcalc.collective import valid_algorithms
-
     collective = CollectiveKind(kind.value)
     if algorithm == "auto" and placement.preferred_algorithm != "auto" and placement.preferred_algorithm in {
             a.value for a in valid_algorithms(collective, topo)}:
@@ -194,7 +206,4 @@ def effective_time_s(kind: Comm, size_bytes: Any, placement: GroupPlacement,
     passes = {Comm.ALL_REDUCE: 2, Comm.REDUCE_SCATTER: 1, Comm.ALL_GATHER: 1}.get(kind, 0)
     fill_steps = max(passes * (n - 1) - 1, 0)
     fill = fill_steps * np.minimum(m / n, placement.pipeline_chunk_bytes) / placement.fill_bandwidth_bytes_per_s
-    algo = cost.algorithm
-    if isinstance(algo, np.ndarray):
-        algo = algo.flat[0] if algo.size else "none"
-    return np.where(m > 0, cost.time_s + fill, 0.0), getattr(algo, "value", str(algo))
+    return np.where(m > 0, cost.time_s + fill, 0.0), cost.algorithm

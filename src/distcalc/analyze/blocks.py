@@ -43,7 +43,7 @@ def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
             return first, inverse.ravel()
         code += (col - low) * radix
         radix *= span
-    if radix <= 1 << 24:  # small key space: O(n) table lookup instead of a sort
+    if radix <= max(1 << 16, 4 * code.size):  # small key space: O(n) table lookup instead of a sort
         index = np.arange(code.size, dtype=np.int64)
         representative = np.full(radix, -1, dtype=np.int64)
         representative[code[::-1]] = index[::-1]  # first occurrence of each code
@@ -72,7 +72,7 @@ def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np
         if high > low:
             varying.append(k), lows.append(low), spans.append(high - low + 1)
     radix = int(np.prod(spans, dtype=object)) if spans else 1
-    if radix > 1 << 24:
+    if radix > max(1 << 16, 4 * n):
         first, inverse = dedupe([flat[k] for k in names])
         return {k: flat[k][first].astype(np.int64) for k in names}, inverse.astype(np.intp)
     code = np.zeros(n, dtype=np.int64)
@@ -110,8 +110,9 @@ def _mix(dense, moe, frac: float, field: str) -> np.ndarray:
 
 
 def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, c: dict[str, np.ndarray],
-                      o: AnalyzeOptions) -> dict[str, Any]:
-    """Per-layer and head quantities of one micro-batch (see module docstring)."""
+                      o: AnalyzeOptions, memo: dict | None = None) -> dict[str, Any]:
+    """Per-layer and head quantities of one micro-batch (see module docstring). ``memo``: placements
+    shared within one evaluation (:func:`distcalc.analyze.comm.placements`)."""
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
@@ -129,7 +130,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
                if d.moe_layers else []))
-    entries = message_times(cluster, msgs, keys, shape)
+    head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
+    priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists
+    entries, head_entries = priced[:len(msgs)], priced[len(msgs):]
     tp_e = [e for e in entries if e[0].dim == Dim.TP]
     cp_e = [e for e in entries if e[0].dim == Dim.CP]
     ep_e = [e for e in entries if e[0].dim == Dim.EP]
@@ -154,18 +157,18 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     heads = head_times(d, device, b, s, tp, cp, sp)
     out.update(emb_f=np.asarray(heads.embedding_forward_s, dtype=float), emb_b=np.asarray(heads.embedding_backward_s, dtype=float),
                out_f=np.asarray(heads.output_forward_s, dtype=float), out_b=np.asarray(heads.output_backward_s, dtype=float))
-    head_entries = message_times(cluster, tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp), keys, shape)
     out["emb_comm"] = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
     out["head_comm"] = total(head_entries, lambda x: True) - out["emb_comm"]
     out["_entries"] = entries + head_entries
     return out
 
 
-def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[str, Any]:
+def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
+                   memo: dict | None = None) -> dict[str, Any]:
     """Time of one pipeline boundary transfer (both directions' messages of one chunk crossing)."""
     msgs = pp_boundary_messages(c["micro_batch"], c["seq_len"], d.hidden, ACT_BYTES, c["tp"], c["pp"],
                                 c["sequence_parallel"], int(o.pipeline_scatter_gather), c["cp"])
-    entries = message_times(cluster, msgs, _keys(c, o), c["tp"].shape)
+    entries = message_times(cluster, msgs, _keys(c, o), c["tp"].shape, memo)
     return {"p2p_transfer": total(entries, lambda x: True), "_entries": entries}
 
 
@@ -176,7 +179,8 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any) -> Any:
     return layers + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
 
 
-def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[str, Any]:
+def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
+             memo: dict | None = None) -> dict[str, Any]:
     """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
     keys = _keys(c, o)
     shape = c["tp"].shape
@@ -184,16 +188,16 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     ones = np.ones(shape)
     msgs = dp_gradient_messages(params, keys[Dim.DP].size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)
     msgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, m.note) for m in msgs]
-    entries = message_times(cluster, msgs, keys, shape)
+    sync = []
+    if d.tied_embeddings:
+        sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
+                        np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
+    priced = message_times(cluster, msgs + sync, keys, shape, memo)  # one pricing pass for both lists
+    entries, sync_entries = priced[:len(msgs)], priced[len(msgs):]
     out: dict[str, Any] = {name: times for name, (_, times, _) in
                            zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
-    sync_entries = []
-    if d.tied_embeddings:
-        sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
-                        np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
-        sync_entries = message_times(cluster, sync, keys, shape)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
     out["_sync_entries"] = sync_entries

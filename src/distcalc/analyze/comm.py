@@ -26,7 +26,8 @@ from pydantic import Field
 
 from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
-from distcalc.placement import GroupPlacement, effective_time_s, group_placement, parse_order, strides
+from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
+                                group_placement, parse_order, strides)
 from distcalc.traffic import Comm, Dim, Message
 
 #: Tier whose link sets a placement's pipeline-fill term (its slowest tier, see :mod:`distcalc.placement`).
@@ -140,46 +141,87 @@ def _encode(size: np.ndarray, stride: np.ndarray) -> np.ndarray:
     return np.asarray(size, dtype=np.int64) * (1 << 32) + np.asarray(stride, dtype=np.int64)
 
 
-def placements(cluster: ClusterSpec, dim: Dim, key: GroupKey) -> tuple[np.ndarray, list[GroupPlacement]]:
-    """(inverse index per configuration, placement per distinct (size, stride))."""
+def placements(cluster: ClusterSpec, dim: Dim, key: GroupKey,
+               memo: dict | None = None) -> tuple[np.ndarray, list[GroupPlacement]]:
+    """(inverse index per configuration, placement per distinct (size, stride)). ``memo``: a dict shared
+    by the calls of ONE evaluation on ``cluster`` (each placement is then built once per evaluation)."""
     codes = _encode(key.size, key.stride)
     unique, inverse = np.unique(codes.ravel(), return_inverse=True)
-    groups = [group_placement(cluster, dim, int(u >> 32), int(u & 0xFFFFFFFF)) for u in unique]
+    memo = {} if memo is None else memo
+    groups = []
+    for u in unique.tolist():
+        if (dim, u) not in memo:
+            memo[(dim, u)] = group_placement(cluster, dim, u >> 32, u & 0xFFFFFFFF)
+        groups.append(memo[(dim, u)])
     return inverse.reshape(codes.shape), groups
 
 
+def cost_signature(placement: GroupPlacement) -> tuple:
+    """What :func:`distcalc.placement.effective_time_s` reads of a placement: groups of any dimension and
+    stride with equal signatures cost the same, so their sizes are priced in one call."""
+    return (placement.topology, placement.size, placement.pipeline_chunk_bytes,
+            placement.fill_bandwidth_bytes_per_s, placement.preferred_algorithm)
+
+
 def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim, GroupKey],
-                  shape: tuple[int, ...]) -> list[tuple[Message, np.ndarray, list[str]]]:
+                  shape: tuple[int, ...], memo: dict | None = None) -> list[tuple[Message, np.ndarray, list[str]]]:
     """Time of ONE instance of each message for every configuration (seconds, array of ``shape``), with the
     algorithm chosen per distinct group (for reports). On a :class:`CalibratedCluster` the collectives use
-    the calibrated α and B (:func:`calibrated_placement`)."""
-    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement]]] = {}
+    the calibrated α and B (:func:`calibrated_placement`). ``memo``: see :func:`placements`.
+
+    Without a calibration the messages of one collective kind are priced together: one
+    :func:`distcalc.placement.effective_time_elementwise_s` call per (kind, :func:`cost_signature`) on the
+    concatenated sizes (elementwise, so each element gets the same float64 operations as alone)."""
+    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray]]] = {}
     calibration = getattr(cluster, "calibration", None)
     bounds = segment_bounds(calibration) if calibration is not None else None
     calibrated: dict = {}
-    out = []
+    masks: list[list[np.ndarray]] = []
+    prepared = []
     for message in messages:
         if message.dim not in cache:
-            cache[message.dim] = placements(cluster, message.dim, keys[message.dim])
-        inverse, groups = cache[message.dim]
+            inverse, groups = placements(cluster, message.dim, keys[message.dim], memo)
+            cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))])
+        _, groups, in_group = cache[message.dim]
         sizes = np.broadcast_to(np.asarray(message.size_bytes, dtype=float), shape)
-        counts = np.broadcast_to(np.asarray(message.count, dtype=float), shape)
-        times = np.zeros(shape)
-        algorithms = []
-        for index, placement in enumerate(groups):
-            mask = (inverse == index) & (counts > 0)
-            if not mask.any():
-                algorithms.append("none")
+        active = np.broadcast_to(np.asarray(message.count, dtype=float), shape) > 0
+        masks.append([g & active for g in in_group])
+        prepared.append(sizes)
+    times_out = [np.zeros(shape) for _ in messages]
+    algorithms: list[list[str]] = [[] for _ in messages]
+    if calibration is None:
+        # one call per (collective kind, distinct placement cost inputs), over every dimension and message
+        buckets: dict[tuple, list[tuple[int, int]]] = {}
+        for i, message in enumerate(messages):
+            for index, placement in enumerate(cache[message.dim][1]):
+                buckets.setdefault((message.collective, cost_signature(placement)), []).append((i, index))
+        slots = [["none"] * len(cache[message.dim][1]) for message in messages]
+        for (kind, _), members in buckets.items():
+            used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]
+            used = [entry for entry in used if entry[2].size]
+            if not used:
                 continue
-            if calibration is None:
-                t, algorithm = effective_time_s(message.collective, sizes[mask], placement)
-            else:
-                t, algorithm = calibrated_time_s(message.collective, sizes[mask], placement, calibration, bounds,
-                                                 calibrated)
-            times[mask] = t
-            algorithms.append(algorithm)
-        out.append((message, times, algorithms))
-    return out
+            placement = cache[messages[used[0][0]].dim][1][used[0][1]]
+            sizes = np.concatenate([part for _, _, part in used]) if len(used) > 1 else used[0][2]
+            t, algo = effective_time_elementwise_s(kind, sizes, placement)
+            offset = 0
+            for i, index, part in used:
+                times_out[i][masks[i][index]] = t[offset:offset + part.size]
+                slots[i][index] = algorithm_name(algo, offset)
+                offset += part.size
+        algorithms = slots
+    else:
+        for i, message in enumerate(messages):
+            for index, placement in enumerate(cache[message.dim][1]):
+                mask = masks[i][index]
+                if not mask.any():
+                    algorithms[i].append("none")
+                    continue
+                t, algorithm = calibrated_time_s(message.collective, prepared[i][mask], placement, calibration,
+                                                 bounds, calibrated)
+                times_out[i][mask] = t
+                algorithms[i].append(algorithm)
+    return [(message, times_out[i], algorithms[i]) for i, message in enumerate(messages)]
 
 
 def group_of(cluster: ClusterSpec, dim: Dim, key: GroupKey, index: int = 0) -> GroupPlacement:

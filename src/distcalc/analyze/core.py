@@ -74,9 +74,10 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     ZeRO stage or number of micro-batches), for the distinct rows ``u`` of that key (1-d arrays)."""
     shape = u["tp"].shape
     u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64)}
-    mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o), MICRO_KEY, u, shape)
-    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o), BOUNDARY_KEY, u, shape)
-    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o), DP_KEY, u, shape)
+    memo: dict = {}  # group placements, built once for this evaluation
+    mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o, memo), MICRO_KEY, u, shape)
+    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo), BOUNDARY_KEY, u, shape)
+    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o, memo), DP_KEY, u, shape)
     pp = u["pp"]
     lps = d.layers / pp
     layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]

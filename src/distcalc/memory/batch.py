@@ -20,7 +20,7 @@ import numpy as np
 
 from distcalc.memory.dims import ModelDims, model_dims
 from distcalc.memory.options import MemoryOptions
-from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines, stage_moe_layers
+from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_layer_terms, stage_lines, stage_moe_layers
 from distcalc.memory.states import bytes_per_parameter
 from distcalc.model import ModelSpec
 from distcalc.parallel import Precision
@@ -84,8 +84,12 @@ def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.n
     vpp = np.broadcast_to(np.asarray(inputs["vpp"], dtype=np.int64), shape)
     terms = config_terms(dims, **inputs)
     best: dict[str, np.ndarray] = {}
+    shared = None  # uniform model: every stage holds the same layers (stage_layer_terms)
     for stage in _candidates(dims, pp, vpp):
-        lines = stage_lines(dims, terms, stage)
+        layer_terms = shared if shared is not None else stage_layer_terms(dims, terms, stage)
+        if dims.uniform:
+            shared = layer_terms
+        lines = stage_lines(dims, terms, stage, layer_terms)
         total = np.broadcast_to(lines["total_bytes"], shape)
         if not best:
             best = {k: np.array(np.broadcast_to(v, shape), dtype=float) for k, v in lines.items()} if keep_lines \

@@ -69,8 +69,14 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     hidden_out, logits, loss = output_activation_bytes(dims, **act)
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
     z3 = np.asarray(zero) >= 3
+    pp_f, m = f(pp), f(num_micro_batches)
+    lm_head = dims.embedding if dims.tied else dims.lm_head
+    lm_head = np.where(dims.tied & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
     return dict(
-        tp=tp_f, pp=f(pp), vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=f(num_micro_batches),
+        tp=tp_f, pp=pp_f, vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=m,
+        embedding_params=dims.embedding / tp_f + dims.position_embedding,  # first stage
+        head_params=lm_head / tp_f + dims.final_norm,  # last stage
+        output_count=output_in_flight(schedule, m),  # micro-batches of logits on the last stage
         dense_layer=dims.dense_sharded / tp_f + dims.dense_replicated,
         moe_layer=dims.moe_sharded / tp_f + dims.moe_replicated,
         expert_layer=dims.moe_experts / (ep_f * tp_f),
@@ -83,54 +89,75 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     )
 
 
-def stage_lines(dims: ModelDims, terms: dict[str, object], stage) -> dict[str, np.ndarray]:
+def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[str, object]:
+    """The lines of :func:`stage_lines` that depend on the stage only through the layers it holds (its
+    dense / MoE layer counts): layer parameters and their states, per-layer activations, recompute
+    workspace, communication buffers. Stages holding the same layer mix share them (every stage of a
+    uniform model), so :func:`distcalc.memory.memory_batch` computes them once for all its candidate stages."""
+    t = terms
+    options: MemoryOptions = t["options"]  # type: ignore[assignment]
+    layers = dims.layers / t["pp"]
+    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"]), dtype=float)
+    n_dense = layers - n_moe
+    layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
+    expert_params = n_moe * t["expert_layer"]
+    w_l, g_l, o_l = sharded_state_bytes(layer_params, t["per_param"], t["divisors"])
+    w_e, g_e, o_e = sharded_state_bytes(expert_params, t["per_param"], t["expert_divisors"])
+    stage_layer_acts = n_dense * t["stored_dense"] + n_moe * t["stored_moe"]
+    biggest_layer = np.maximum(
+        np.where(n_dense > 0, t["dense_layer"] * t["gather_dense"], 0.0),
+        np.where(n_moe > 0, t["moe_layer"] * t["gather_dense"] + t["expert_layer"] * t["gather_expert"], 0.0))
+    comm = options.comm_buffer_bytes + options.zero3_prefetch_layers * biggest_layer * t["weight_bytes"]
+    return dict(
+        layers=layers, n_moe=n_moe, layer_params=layer_params, expert_params=expert_params,
+        states_l=(w_l, g_l, o_l), states_e=(w_e, g_e, o_e), layer_states=w_l + g_l + o_l + w_e + g_e + o_e,
+        stage_layer_acts=stage_layer_acts, per_layer=stage_layer_acts / layers,
+        workspace=np.maximum(np.where(n_dense > 0, t["work_dense"], 0.0), np.where(n_moe > 0, t["work_moe"], 0.0)),
+        comm=comm, context=np.full_like(comm, float(options.cuda_context_bytes)),
+    )
+
+
+def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
+                layer_terms: dict[str, object] | None = None) -> dict[str, np.ndarray]:
     """Every memory line (bytes, per GPU) of pipeline stage ``stage``; keys :data:`STAGE_KEYS`.
 
     Model states: per :func:`~distcalc.memory.states.model_state_bytes` with ZeRO over d = dp·cp
     (experts over d/ep). Activations: in-flight units (:func:`in_flight_micro_batches`) / vpp × the stage's
     per-layer activations (:func:`layer_activation_bytes`), + one layer's recompute workspace, + embedding
     dropout mask (stage 0), + output layer, logits and fp32 loss workspace (stage pp−1). Buffers: NCCL
-    buffers, ZeRO-3 gathered layer(s), CUDA context, allocator reserve (:class:`MemoryOptions`)."""
+    buffers, ZeRO-3 gathered layer(s), CUDA context, allocator reserve (:class:`MemoryOptions`).
+    ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given)."""
     t = terms
-    options: MemoryOptions = t["options"]  # type: ignore[assignment]
+    layer_terms = stage_layer_terms(dims, t, stage) if layer_terms is None else layer_terms
     stage_f = np.asarray(stage, dtype=float)
-    tp_f, pp_f, vpp_f, m = t["tp"], t["pp"], t["vpp"], t["m"]
+    pp_f, vpp_f, m = t["pp"], t["vpp"], t["m"]
     first, last = stage_f == 0, stage_f == pp_f - 1
-    layers = dims.layers / pp_f
-    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"]), dtype=float)
-    n_dense = layers - n_moe
+    layers, n_moe = layer_terms["layers"], layer_terms["n_moe"]
 
     # ---- parameters held by this GPU, and their states
-    layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
-    expert_params = n_moe * t["expert_layer"]
-    lm_head = dims.embedding if dims.tied else dims.lm_head
-    lm_head = np.where(dims.tied & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
-    edge_params = (np.where(first, dims.embedding / tp_f + dims.position_embedding, 0.0)
-                   + np.where(last, lm_head / tp_f + dims.final_norm, 0.0))
-    w_l, g_l, o_l = sharded_state_bytes(layer_params, t["per_param"], t["divisors"])
+    layer_params, expert_params = layer_terms["layer_params"], layer_terms["expert_params"]
+    edge_params = np.where(first, t["embedding_params"], 0.0) + np.where(last, t["head_params"], 0.0)
+    w_l, g_l, o_l = layer_terms["states_l"]
     w_n, g_n, o_n = sharded_state_bytes(edge_params, t["per_param"], t["divisors"])
-    w_e, g_e, o_e = sharded_state_bytes(expert_params, t["per_param"], t["expert_divisors"])
+    w_e, g_e, o_e = layer_terms["states_e"]
     weights, gradients, optimizer = w_l + w_n + w_e, g_l + g_n + g_e, o_l + o_n + o_e
-    layer_states = w_l + g_l + o_l + w_e + g_e + o_e
+    layer_states = layer_terms["layer_states"]
 
     # ---- activations
     units = in_flight_micro_batches(t["schedule"], pp_f, stage_f, vpp_f, m)
-    stage_layer_acts = n_dense * t["stored_dense"] + n_moe * t["stored_moe"]
-    per_layer = stage_layer_acts / layers
+    stage_layer_acts = layer_terms["stage_layer_acts"]
+    per_layer = layer_terms["per_layer"]
     layer_acts = units / vpp_f * stage_layer_acts
-    workspace = np.maximum(np.where(n_dense > 0, t["work_dense"], 0.0), np.where(n_moe > 0, t["work_moe"], 0.0))
+    workspace = layer_terms["workspace"]
     embed_acts = np.where(first, np.minimum(units, m), 0.0) * t["embedding_act"]
-    out_count = np.where(last, output_in_flight(t["schedule"], m), 0.0)
+    out_count = np.where(last, t["output_count"], 0.0)
     output_acts = out_count * t["output_act"]
     loss_ws = out_count * t["loss"]
     activations = layer_acts + workspace + embed_acts + output_acts + loss_ws
 
     # ---- buffers and reserve
-    biggest_layer = np.maximum(
-        np.where(n_dense > 0, t["dense_layer"] * t["gather_dense"], 0.0),
-        np.where(n_moe > 0, t["moe_layer"] * t["gather_dense"] + t["expert_layer"] * t["gather_expert"], 0.0))
-    comm = options.comm_buffer_bytes + options.zero3_prefetch_layers * biggest_layer * t["weight_bytes"]
-    context = np.full_like(comm, float(options.cuda_context_bytes))
+    comm, context = layer_terms["comm"], layer_terms["context"]
+    options: MemoryOptions = t["options"]  # type: ignore[assignment]
     subtotal = weights + gradients + optimizer + activations + comm + context
     reserve = options.allocator_reserve_fraction * subtotal
     return {
