@@ -57,6 +57,9 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.collective.types import CollectiveKind
+from distcalc.p2p import SEND_RECV
+
 ArrayLike = Any  # float | int | numpy.ndarray (elementwise formulas)
 
 
@@ -70,14 +73,10 @@ class Dim(str, enum.Enum):
     DP = "dp"
 
 
-class Comm(str, enum.Enum):
-    """Collective kind; values equal the ``distcalc collective KIND`` spellings (``CollectiveKind`` values)."""
-
-    ALL_REDUCE = "all-reduce"
-    REDUCE_SCATTER = "reduce-scatter"
-    ALL_GATHER = "all-gather"
-    ALL_TO_ALL = "all-to-all"
-    SEND_RECV = "send-recv"
+#: What a message is: every :class:`~distcalc.collective.CollectiveKind` plus point-to-point ``send-recv``
+#: (values are the ``distcalc collective KIND`` spellings; derived so the two cannot drift apart).
+Comm = enum.Enum("Comm", {**{kind.name: kind.value for kind in CollectiveKind}, "SEND_RECV": SEND_RECV},
+                 type=str, module=__name__)
 
 
 class Phase(str, enum.Enum):
