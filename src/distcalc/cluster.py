@@ -12,17 +12,12 @@ same dimension that crosses nodes at the same time; rail-optimised fabric, full 
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from distcalc.errors import ConfigError
+from distcalc.preset_files import preset_entry, preset_names
 from distcalc.units import parse_rate, parse_size, parse_time
-
-PRESETS = Path(__file__).resolve().parent / "presets"
 
 
 class LinkSpec(BaseModel):
@@ -80,28 +75,26 @@ class ClusterSpec(BaseModel):
         }
 
 
-@lru_cache(maxsize=None)
-def _yaml(name: str) -> dict[str, Any]:
-    return yaml.safe_load((PRESETS / name).read_text(encoding="utf-8"))
-
-
 def list_links() -> tuple[str, ...]:
     """Names of the link presets."""
-    return tuple(_yaml("links.yaml"))
+    return preset_names("links.yaml")
 
 
 def list_clusters() -> tuple[str, ...]:
     """Names of the cluster presets."""
-    return tuple(_yaml("clusters.yaml"))
+    return preset_names("clusters.yaml")
+
+
+def _with_overrides(link: LinkSpec, bandwidth_bytes_per_s: float | None, latency_s: float | None) -> LinkSpec:
+    """``link`` with the given bandwidth and/or latency replaced (None keeps the preset's value)."""
+    update = {k: v for k, v in (("bandwidth_bytes_per_s", bandwidth_bytes_per_s), ("latency_s", latency_s))
+              if v is not None}
+    return link.model_copy(update=update) if update else link
 
 
 def load_link(name: str) -> LinkSpec:
     """The link preset ``name``; :class:`ConfigError` listing the valid names."""
-    links = _yaml("links.yaml")
-    key = str(name).strip().lower()
-    if key not in links:
-        raise ConfigError(f"unknown link {name!r}; presets: {', '.join(links)}")
-    entry = links[key]
+    key, entry = preset_entry("links.yaml", "link", name)
     return LinkSpec(
         name=key, description=entry.get("description", ""),
         bandwidth_bytes_per_s=parse_rate(entry["bandwidth"]), latency_s=parse_time(entry["latency"]),
@@ -116,19 +109,10 @@ def load_cluster(name: str, *, gpu: str | None = None, intra_bandwidth_bytes_per
                  inter_latency_s: float | None = None, gpus_per_node: int | None = None) -> ClusterSpec:
     """The cluster preset ``name`` with optional overrides (the CLI's ``--gpu``, ``--intra-bandwidth``,
     ``--intra-latency``, ``--inter-bandwidth`` (per NIC), ``--inter-latency``, ``--gpus-per-node``)."""
-    clusters = _yaml("clusters.yaml")
-    key = str(name).strip().lower()
-    if key not in clusters:
-        raise ConfigError(f"unknown cluster {name!r}; presets: {', '.join(clusters)}")
-    entry = clusters[key]
-    intra = load_link(entry["intra"])
-    inter = load_link(entry["inter"]) if entry.get("inter") else None
-    if intra_bandwidth_bytes_per_s is not None or intra_latency_s is not None:
-        intra = intra.model_copy(update={k: v for k, v in (("bandwidth_bytes_per_s", intra_bandwidth_bytes_per_s),
-                                                             ("latency_s", intra_latency_s)) if v is not None})
-    if inter is not None and (inter_bandwidth_bytes_per_s is not None or inter_latency_s is not None):
-        inter = inter.model_copy(update={k: v for k, v in (("bandwidth_bytes_per_s", inter_bandwidth_bytes_per_s),
-                                                             ("latency_s", inter_latency_s)) if v is not None})
+    key, entry = preset_entry("clusters.yaml", "cluster", name)
+    intra = _with_overrides(load_link(entry["intra"]), intra_bandwidth_bytes_per_s, intra_latency_s)
+    inter = (_with_overrides(load_link(entry["inter"]), inter_bandwidth_bytes_per_s, inter_latency_s)
+             if entry.get("inter") else None)
     per_node = int(gpus_per_node or entry["gpus_per_node"])
     nics = int(entry.get("nics_per_node", 0))
     if gpus_per_node is not None and nics == int(entry["gpus_per_node"]):

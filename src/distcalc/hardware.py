@@ -8,13 +8,11 @@ from __future__ import annotations
 
 from enum import Enum
 from functools import lru_cache
-from importlib import resources
-from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import ConfigError
+from distcalc.preset_files import preset_entry, preset_names
 from distcalc.units import parse_rate, parse_size
 
 
@@ -41,25 +39,15 @@ class GpuSpec(BaseModel):
         return self.peak_flops_per_s[key]
 
 
-@lru_cache(maxsize=None)
-def _presets() -> dict[str, dict[str, Any]]:
-    text = (resources.files("distcalc") / "presets" / "gpus.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
-
-
 def list_gpus() -> tuple[str, ...]:
     """Names of the shipped accelerator presets."""
-    return tuple(_presets())
+    return preset_names("gpus.yaml")
 
 
 @lru_cache(maxsize=None)
 def load_gpu(name: str) -> GpuSpec:
     """The accelerator preset ``name`` (case-insensitive); :class:`ConfigError` listing valid names."""
-    key = str(name).strip().lower()
-    presets = _presets()
-    if key not in presets:
-        raise ConfigError(f"unknown gpu {name!r}; presets: {', '.join(presets)}")
-    entry = presets[key]
+    key, entry = preset_entry("gpus.yaml", "gpu", name)
     return GpuSpec(
         name=key,
         description=entry.get("description", ""),
