@@ -4,6 +4,7 @@ times (mean |error| ≤ 3 %, worst ≤ 6 %), present-work MFU within 2 points, T
 import numpy as np
 import pytest
 
+from distcalc.analyze import AnalyzeOptions
 from distcalc.validation import CASE_SETS
 from distcalc.validation.end_to_end import table4_results, table5_results
 
@@ -18,16 +19,18 @@ def test_table5_mean_and_worst_error():
 
 
 @pytest.mark.parametrize("row", [r for r in TABLE5 if r["measured_mfu_pct"] is not None], ids=lambda r: r["model"])
-def test_table5_present_work_mfu_within_two_points(row, request):
-    if row["model"].startswith("530B"):
-        # Not a schedule mechanism: stage imbalance (embedding / output layer on 1-layer chunks) and the blocking
-        # batched P2P of Megatron-LM 2022 are in the closed form, which agrees with a rendezvous simulation of
-        # that program within 0.2 % (tests/test_pipeline_megatron.py). The residual (-4.4 % time) grows with
-        # the chunk-micro-batch calls per step (530B 840, 1T 512, 175B 192), which suggests per-call host/sync
-        # overhead; no published value for it exists, so it is not modelled (no fitted constant).
-        request.applymarker(pytest.mark.xfail(strict=True, reason="known gap: 530B predicted 4.4 % fast -> MFU "
-                                              "+2.6; schedule verified by rendezvous simulation, residual unexplained"))
+def test_table5_present_work_mfu_within_two_points(row):
     assert abs(100 * row["mfu"] - row["measured_mfu_pct"]) <= 2.0
+
+
+def test_slowest_gpu_wait_is_what_closes_the_530b_gap():
+    """With identical GPUs (σ = 0) the 530B present-work run is predicted 4.4 % fast (MFU +2.6): the wait for
+    the slowest of 280 GPUs (σ from Sinha et al. 2022, not from these runs) is the term that closes it."""
+    ideal = {(r["model"], r["mode"]): r for r in table5_results(AnalyzeOptions(gpu_speed_cv=0.0))}
+    row = ideal[("530B (MT-NLG)", "seqsel")]
+    assert 100 * row["mfu"] - row["measured_mfu_pct"] > 2.0
+    for r in TABLE5:  # the wait only ever adds time, more for more GPUs
+        assert r["predicted_s"] > ideal[(r["model"], r["mode"])]["predicted_s"]
 
 
 def test_table5_hfu_ratio_follows_appendix_a():
@@ -48,4 +51,6 @@ def test_case_sets_registered_and_heldout_reported():
         assert name in CASE_SETS
     heldout = CASE_SETS["korthikanti-heldout"]()
     time_case = heldout[0]
-    assert time_case.published == 39.15 and abs(time_case.error) < 0.08
+    assert time_case.published == 39.15 and abs(time_case.error) <= 0.06
+    mfu_case = heldout[1]
+    assert abs(mfu_case.predicted - mfu_case.published) <= 3.0

@@ -3,8 +3,9 @@ combination of those fields (:func:`dedupe`) and broadcast back — the collecti
 models are the expensive parts, and a search batch holds few distinct micro-batch shapes and groups.
 
 * :func:`micro_batch_block` — per layer and per micro-batch: compute (dense/MoE mix), TP/CP/EP
-  communication (exposed and on-link), embedding/output head compute and TP collectives. Key: micro_batch,
-  seq_len, tp, cp, ep, sequence_parallel, recompute, flash_attention.
+  communication (exposed and on-link), embedding/output head compute and TP collectives; compute times are
+  those of the slowest of the ``gpus`` GPUs (:func:`distcalc.variability.slowest_gpu_factor`). Key:
+  micro_batch, seq_len, tp, cp, ep, sequence_parallel, recompute, flash_attention, gpus (tp·pp·dp·cp).
 * :func:`boundary_block` — one pipeline Send/Recv transfer (+ scatter/gather AllGather). Key: micro_batch,
   seq_len, tp, cp, dp, sequence_parallel, pp > 1.
 * :func:`dp_block` — one instance of each DP message and the tied-embedding sync. Key: tp, pp, dp, cp, ep.
@@ -22,9 +23,10 @@ from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
+from distcalc.variability import slowest_gpu_factor
 
 ACT_BYTES = 2.0
-MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention")
+MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention", "gpus")
 BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
 DP_KEY = ("tp", "pp", "dp", "cp", "ep")
 
@@ -121,7 +123,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
     moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
     frac = d.moe_layers / d.layers
-    out: dict[str, Any] = {f: _mix(dense, moe, frac, f) for f in (
+    slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
+    out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h = d.hidden
@@ -155,8 +158,10 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
                cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
     heads = head_times(d, device, b, s, tp, cp, sp)
-    out.update(emb_f=np.asarray(heads.embedding_forward_s, dtype=float), emb_b=np.asarray(heads.embedding_backward_s, dtype=float),
-               out_f=np.asarray(heads.output_forward_s, dtype=float), out_b=np.asarray(heads.output_backward_s, dtype=float))
+    out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
+               emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
+               out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),
+               out_b=slowest * np.asarray(heads.output_backward_s, dtype=float), slowest_gpu_factor=slowest)
     out["emb_comm"] = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
     out["head_comm"] = total(head_entries, lambda x: True) - out["emb_comm"]
     out["_entries"] = entries + head_entries

@@ -17,7 +17,9 @@ stages, v chunks, L_s = L/p layers per stage):
   AllReduce between the first and last stage (p > 1), and the optimizer step, memory-bound:
   ``P_opt · bytes_per_parameter / (B_HBM·η_mem)``.
 
-``step_time = pipeline + dp_exposed + embedding_sync + optimizer``. MFU/HFU: :mod:`distcalc.compute.flops`.
+``step_time = pipeline + dp_exposed + embedding_sync + optimizer``. Every compute time (kernels and the
+optimizer step) is that of the slowest of the step's N = tp·pp·dp·cp GPUs, ``1 + σ·E[max of N standard
+normals]`` times a median GPU's (:mod:`distcalc.variability`, ``options.gpu_speed_cv``). MFU/HFU: :mod:`distcalc.compute.flops`.
 
 Evaluation order (speed only; the results are the same float64 operations in the same order): every
 term that depends only on :data:`UNION_KEY` (micro-batch shape, degrees, recompute, SP, flash) is computed
@@ -64,8 +66,9 @@ def normalise_batch(batch: dict[str, Any]) -> dict[str, np.ndarray]:
     return dict(zip(values, arrays))
 
 
-#: Fields the per-configuration terms of :func:`union_terms` depend on (every block key).
-UNION_KEY = tuple(dict.fromkeys(MICRO_KEY + BOUNDARY_KEY[:-1] + DP_KEY))
+#: Fields the per-configuration terms of :func:`union_terms` depend on (every block key; the derived
+#: ``gpus`` = tp·pp·dp·cp and ``pp_on`` = pp > 1 follow from them).
+UNION_KEY = tuple(k for k in dict.fromkeys(MICRO_KEY + BOUNDARY_KEY + DP_KEY) if k in BATCH_FIELDS)
 
 
 def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: dict[str, np.ndarray],
@@ -73,7 +76,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     """Every term of the step time that depends only on :data:`UNION_KEY` (not on the schedule, vpp,
     ZeRO stage or number of micro-batches), for the distinct rows ``u`` of that key (1-d arrays)."""
     shape = u["tp"].shape
-    u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64)}
+    u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64), "gpus": u["tp"] * u["pp"] * u["dp"] * u["cp"]}
     memo: dict = {}  # group placements, built once for this evaluation
     mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o, memo), MICRO_KEY, u, shape)
     bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo), BOUNDARY_KEY, u, shape)
@@ -104,8 +107,8 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         e = [t[0], t[1], None, t[3], t[4]]
     e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
     params_gpu = dpb["params_gpu"]
-    opt = lambda shard: (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
-                         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
+                                                    / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     s = u["seq_len"]
     return {
         "mb": mb, "bd": bd, "dpb": dpb, "lps": lps,
@@ -116,7 +119,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e,
         "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
-        "gpus": u["tp"] * pp * u["dp"] * u["cp"],
+        "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lc + (emb + np.where(single, out, 0.0)), "compute_f": lc + (out + np.where(single, emb, 0.0)),
         "tp_exposed_t": tpl + head_tp_t, "tp_exposed_f": tpl + head_tp_f,
         "tp_on_link_t": tpo + head_tp_t, "tp_on_link_f": tpo + head_tp_f,
@@ -247,6 +250,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "embedding_sync_s": embedding_sync, "optimizer_s": optimizer,
         "tp_on_link_s": mf * pick("tp_on_link"),
         "micro_batches": m, "gpus": gpus, "parameters_per_gpu": g(u["params_gpu"]),
+        "slowest_gpu_factor": g(u["slowest_gpu_factor"]),
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
     }

@@ -7,6 +7,7 @@ from enum import Enum
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.calibration import Calibration
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
 class ContextParallelAlgorithm(str, Enum):
@@ -38,6 +39,10 @@ class AnalyzeOptions(BaseModel):
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
       on each micro-batch's critical path.
+    * ``gpu_speed_cv`` 0.0148: coefficient of variation σ of per-GPU compute speed. A synchronous step runs
+      its compute at the pace of the slowest of its N GPUs, ``1 + σ·E[max of N standard normals]`` times
+      the median GPU's time (:mod:`distcalc.variability`; σ from Sinha et al. 2022's 8 % spread across the
+      GPUs of a cluster). 0 describes identical GPUs.
     * ``calibration`` None: a :class:`distcalc.calibration.Calibration` (``distcalc calibrate``). Its
       collective fits replace α and η·B of every measured tier, per collective kind, with no η on top
       (:mod:`distcalc.analyze.comm`); its GEMM fit replaces the device's efficiency curve
@@ -59,4 +64,6 @@ class AnalyzeOptions(BaseModel):
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
     moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
+    gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0, le=0.5,
+                                description="σ of per-GPU compute speed (slowest-GPU wait)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")

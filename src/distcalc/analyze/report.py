@@ -137,6 +137,7 @@ class StepReport:
     tokens_budget: float | None = None
     pipeline: dict[str, Any] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
+    gpu_variability: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (design §4 keys first)."""
@@ -144,7 +145,7 @@ class StepReport:
                "tokens_per_s": self.tokens_per_s, "memory": self.memory, "fits": self.fits,
                "time_breakdown": self.time_breakdown, "communication": self.communication,
                "cluster": self.cluster, "config": self.config, "groups": self.groups, "flops": self.flops,
-               "pipeline": self.pipeline, "options": self.options}
+               "pipeline": self.pipeline, "gpu_variability": self.gpu_variability, "options": self.options}
         if self.tokens_budget is not None:
             out["tokens"] = self.tokens_budget
             out["time_to_train_s"] = self.time_to_train_s
@@ -217,6 +218,10 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                   "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],
                   "stage_forward_s": f("stage_forward_s"), "stage_backward_s": f("stage_backward_s")},
         calibration=calibration_summary(cal, device) if cal is not None else None,
+        gpu_variability={"gpu_speed_cv": options.gpu_speed_cv, "gpus": config.world_size,
+                         "slowest_gpu_factor": f("slowest_gpu_factor"),
+                         "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
+                                    "1 + cv * E[max of gpus standard normals] times a median GPU's"},
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

@@ -15,6 +15,7 @@ from distcalc.cluster import load_cluster
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 #: The built-in example (``distcalc analyze`` with no options): Llama 3 70B on 8 DGX H100 nodes with a
 #: Megatron-style configuration (TP inside the node, 4 pipeline stages × 5 interleaved chunks, DP 2,
@@ -56,6 +57,10 @@ def _render(report: StepReport, example: bool) -> None:
             table.add_row(label, format_time(value), f"{100 * value / report.step_time_s:.1f}")
     table.add_row("[bold]step[/bold]", f"[bold]{format_time(report.step_time_s)}[/bold]", "100.0")
     console.print(table)
+    var = report.gpu_variability
+    if var.get("gpu_speed_cv", 0) > 0:
+        console.print(f"[dim]compute paced by the slowest of {var['gpus']} GPUs: ×{var['slowest_gpu_factor']:.4f} "
+                      f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
     comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
@@ -138,6 +143,9 @@ def register(app: typer.Typer) -> None:
         overlap_grad_reduce: Annotated[bool, typer.Option(help="overlap DP reduction with backward")] = True,
         tp_overlap: Annotated[float, typer.Option(help="hidden fraction of overlappable TP comm (0-1)")] = 0.0,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+        gpu_speed_cv: Annotated[float, typer.Option(
+            min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
+                                   "GPUs)")] = DEFAULT_GPU_SPEED_CV,
         tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
@@ -169,6 +177,7 @@ def register(app: typer.Typer) -> None:
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
                                  cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
+                                 gpu_speed_cv=gpu_speed_cv,
                                  calibration=load_calibration(calibration) if calibration is not None else None)
         report = analyze(spec, cluster_spec, config, options, tokens=tokens)
         if report.calibration is not None:

@@ -18,6 +18,7 @@ from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, par
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
 from distcalc.units import format_size, format_time, parse_size, parse_time
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 MAX_FRONT_ROWS = 12
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")
@@ -162,6 +163,9 @@ def register(app: typer.Typer) -> None:
         schedule: Annotated[Optional[str], typer.Option(help="schedules, e.g. 1f1b,interleaved")] = None,
         gpu: Annotated[Optional[str], typer.Option(help="GPU preset overriding the cluster's")] = None,
         output: Annotated[Optional[Path], typer.Option(help="write every feasible configuration (CSV)")] = None,
+        gpu_speed_cv: Annotated[float, typer.Option(
+            min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
+                                   "GPUs)")] = DEFAULT_GPU_SPEED_CV,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
         calibration: Annotated[Optional[Path], typer.Option(
             "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
@@ -183,7 +187,7 @@ def register(app: typer.Typer) -> None:
             choices=choices, min_gpus=min_gpus,
             target_step_time_s=None if target_step_time is None else parse_time(target_step_time, allow_zero=False),
             target_memory_bytes=None if target_memory is None else parse_size(target_memory),
-            calibration=calibration_data,
+            calibration=calibration_data, gpu_speed_cv=gpu_speed_cv,
         )
         written = write_csv(result, output) if output is not None else None
         if json_output:

@@ -32,6 +32,7 @@ from distcalc.search.space import (
     COLUMNS, ConfigArrays, Rejections, RejectReason, SpaceChoices, config_row, config_values, enumerate_space,
     limits_for_model,
 )
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 RESULT_METRICS = ("step_time_s", "mfu", "memory_bytes", "headroom")
 
@@ -151,6 +152,7 @@ class Job:
     flash_attention: bool = True
     dtype: Precision = Precision.BF16
     calibration: Calibration | None = None  # measured α/B and GEMM efficiency; None: the preset's η·B
+    gpu_speed_cv: float = DEFAULT_GPU_SPEED_CV  # σ of per-GPU speed (distcalc.variability); 0: identical GPUs
 
     @property
     def gpu_memory_bytes(self) -> int:
@@ -173,14 +175,14 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:
     """Step time and MFU of every configuration via :func:`distcalc.analyze.evaluate_batch` (what
     ``distcalc analyze`` reports). Its memory is not asked for: :func:`memory_bytes_batch` has it."""
-    from distcalc.analyze import evaluate_batch
+    from distcalc.analyze import AnalyzeOptions, evaluate_batch
 
     if configs["tp"].shape[0] == 0:
         return {"step_time_s": np.zeros(0), "mfu": np.zeros(0)}
     batch = dict(configs, global_batch=job.global_batch, seq_len=job.seq_len,
                  flash_attention=int(job.flash_attention))
-    out = evaluate_batch(job.spec, job.cluster, batch, dtype=job.dtype.value, memory=False,
-                         calibration=job.calibration)
+    out = evaluate_batch(job.spec, job.cluster, batch, AnalyzeOptions(gpu_speed_cv=job.gpu_speed_cv),
+                         dtype=job.dtype.value, memory=False, calibration=job.calibration)
     return {k: np.asarray(out[k], dtype=float) for k in ("step_time_s", "mfu")}
 
 
@@ -213,7 +215,8 @@ def _meets(count: CountResult, targets: dict[str, float | None]) -> bool:
 def search(spec, cluster, gpus: int | Sequence[int], *, global_batch: int, seq_len: int, headroom: float = 0.05,
            choices: SpaceChoices | None = None, flash_attention: bool = True, dtype: Precision = Precision.BF16,
            min_gpus: bool = False, target_step_time_s: float | None = None,
-           target_memory_bytes: float | None = None, calibration: Any = None) -> SearchResult:
+           target_memory_bytes: float | None = None, calibration: Any = None,
+           gpu_speed_cv: float = DEFAULT_GPU_SPEED_CV) -> SearchResult:
     """Search every configuration of ``spec`` (a ModelSpec) on ``cluster`` (a ClusterSpec) for each GPU count
     in ``gpus``.
 
@@ -222,7 +225,8 @@ def search(spec, cluster, gpus: int | Sequence[int], *, global_batch: int, seq_l
     at the first count with a feasible configuration meeting the targets (step time ≤ ``target_step_time_s``,
     memory ≤ ``target_memory_bytes``; no target = any feasible configuration): ``result.min_gpus``.
     ``calibration``: a :class:`distcalc.calibration.Calibration` or a calibration file path (step times
-    then use its measured α/B and GEMM efficiency; memory is unaffected)."""
+    then use its measured α/B and GEMM efficiency; memory is unaffected). ``gpu_speed_cv``: σ of per-GPU
+    compute speed (:mod:`distcalc.variability`; more GPUs wait longer for their slowest one)."""
     counts = [int(gpus)] if np.isscalar(gpus) else sorted({int(g) for g in gpus})
     if not counts or counts[0] < 1:
         raise ConfigError(f"gpus must be >= 1 (got {gpus!r})")
@@ -233,7 +237,8 @@ def search(spec, cluster, gpus: int | Sequence[int], *, global_batch: int, seq_l
             raise ConfigError(f"{name}({value}) must be >= 1")
     if calibration is not None and not isinstance(calibration, Calibration):
         calibration = load_calibration(calibration)
-    job = Job(spec, cluster, int(global_batch), int(seq_len), bool(flash_attention), Precision(dtype), calibration)
+    job = Job(spec, cluster, int(global_batch), int(seq_len), bool(flash_attention), Precision(dtype), calibration,
+              float(gpu_speed_cv))
     targets = {"step_time_s": target_step_time_s, "memory_bytes": target_memory_bytes}
     result = SearchResult(model=spec.name, parameters=spec.parameters, cluster=cluster.name,
                           gpu_memory_bytes=job.gpu_memory_bytes, global_batch=job.global_batch,
