@@ -54,3 +54,4 @@ def test_case_sets_registered_and_heldout_reported():
     assert time_case.published == 39.15 and abs(time_case.error) <= 0.06
     mfu_case = heldout[1]
     assert abs(mfu_case.predicted - mfu_case.published) <= 3.0
+    assert len(heldout) == 5 and all(case.passed for case in heldout), [(c.case, c.error) for c in heldout]
