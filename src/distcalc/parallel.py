@@ -12,8 +12,9 @@ NumPy arrays of configurations.
 from __future__ import annotations
 
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import ConfigError
@@ -91,6 +92,9 @@ class ParallelConfig(BaseModel):
     schedule: Schedule | None = Field(None, description="pipeline schedule")
     dtype: Precision = Field(Precision.BF16, description="compute dtype")
     flash_attention: bool = Field(True, description="fused attention that never stores the s×s scores")
+    account_for_embedding_and_loss: bool = Field(
+        False, description="the embedding and the output layer + loss each take one layer's slot in the pipeline "
+                           "split: the first and the last stage hold one transformer layer fewer")
 
     def __init__(self, **data: object) -> None:
         # Cross-field checks run outside pydantic validators so that they raise ConfigError itself (pydantic
@@ -174,6 +178,36 @@ class ParallelConfig(BaseModel):
         return self.schedule or Schedule.ONE_F_ONE_B
 
 
+ArrayLike = Any
+
+
+def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike) -> ArrayLike:
+    """1 where the embedding and the loss take a layer slot each in the pipeline split (and pp > 1), else 0."""
+    return np.where(np.asarray(pp) > 1, np.asarray(split, dtype=np.int64), 0)
+
+
+def chunk_layer_range(layers: int, chunk: ArrayLike, pp: ArrayLike, vpp: ArrayLike, split: ArrayLike = 0):
+    """Transformer layers ``[start, stop)`` of global model chunk ``chunk`` (stage ``chunk mod pp``, Megatron's
+    interleaved layout: stage i holds chunks i, i + pp, …). The L layers (+ 2 slots for the embedding and the
+    loss when ``split``) are cut into pp·vpp equal chunks; the embedding takes the first slot of chunk 0, the
+    loss the last slot of the last chunk (Megatron-Core ``--account-for-embedding-in-pipeline-split``,
+    ``--account-for-loss-in-pipeline-split``; Llama 3, Dubey et al. 2024 §3.3.2). Elementwise on arrays."""
+    e = pipeline_slots_offset(split, pp)
+    per_chunk = (layers + 2 * e) // (np.asarray(pp) * np.asarray(vpp))
+    start = np.clip(np.asarray(chunk) * per_chunk - e, 0, layers)
+    stop = np.clip((np.asarray(chunk) + 1) * per_chunk - e, 0, layers)
+    return start, stop
+
+
+def stage_layer_count(layers: int, stage: ArrayLike, pp: ArrayLike, split: ArrayLike = 0) -> ArrayLike:
+    """Transformer layers held by pipeline stage ``stage``: L/pp, or with ``split`` (L + 2)/pp less one on the
+    first and on the last stage (:func:`chunk_layer_range`). Elementwise on arrays; float."""
+    e = pipeline_slots_offset(split, pp)
+    p = np.asarray(pp, dtype=float)
+    s = np.asarray(stage)
+    return (layers + 2.0 * e) / p - e * ((s == 0).astype(float) + (s == np.asarray(pp) - 1).astype(float))
+
+
 def _divisors(n: int) -> str:
     values = [d for d in range(1, n + 1) if n % d == 0]
     shown = values if len(values) <= 16 else values[:15] + ["...", values[-1]]
@@ -206,10 +240,20 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"valid {degree_name}: {_divisors(value)}"
             )
     stages = config.pp * config.vpp
-    if spec.num_hidden_layers % stages:
+    if config.account_for_embedding_and_loss and config.pp > 1:
+        slots = spec.num_hidden_layers + 2
+        if slots % stages or slots // config.pp < 2:
+            raise ConfigError(
+                f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) + 2 (embedding and loss slots) = "
+                f"{slots} is not divisible by pp({config.pp}) * vpp({config.vpp}) = {stages} (with at least 2 slots "
+                f"per stage); valid pp·vpp: {_divisors(slots)}"
+            )
+    elif spec.num_hidden_layers % stages:
+        hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}"
+                if config.pp > 1 else "")
         raise ConfigError(
             f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by pp({config.pp}) * "
-            f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}"
+            f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"
         )
     if config.ep > 1 and not spec.is_moe:
         raise ConfigError(f"model {name!r} is dense: ep({config.ep}) must be 1")

@@ -42,7 +42,7 @@ from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
-from distcalc.parallel import SCHEDULE_ZERO_BUBBLE
+from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
 
@@ -50,6 +50,7 @@ from distcalc.traffic import Dim, Phase, dp_gradient_messages
 BATCH_FIELDS: dict[str, Any] = {
     "tp": 1, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "vpp": 1, "micro_batch": 1, "global_batch": None,
     "zero": 0, "recompute": 0, "sequence_parallel": 0, "schedule": 1, "flash_attention": 1, "seq_len": 2048,
+    "account_for_embedding_and_loss": 0,
 }
 
 
@@ -82,23 +83,34 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo), BOUNDARY_KEY, u, shape)
     dpb = run_block(lambda sub: dp_block(d, cluster, sub, o, memo), DP_KEY, u, shape)
     pp = u["pp"]
+    # layers per stage: L/pp, or with the embedding and the loss taking a slot each (L + 2)/pp in the middle
+    # stages and one fewer on the first and the last (distcalc.parallel.stage_layer_count)
+    slots = pipeline_slots_offset(u["account_for_embedding_and_loss"], pp)
+    lps_mid = (d.layers + 2.0 * slots) / pp
+    lps_end = lps_mid - slots
     lps = d.layers / pp
     layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
     layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
     layer_backward = mb["backward_s"] + mb["recompute_s"] + layer_comm - (mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"])
     layer_compute = mb["forward_s"] + mb["backward_s"]
-    body = lps * (layer_compute + mb["recompute_s"] + layer_comm)
+    per_layer = layer_compute + mb["recompute_s"] + layer_comm
+    body = lps_end * per_layer
     first = mb["emb_f"] + mb["emb_b"] + mb["emb_comm"]
     last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
     single = pp == 1
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
-    # head compute / TP time of the slowest stage, for "first stage slowest" (T) and "last stage slowest" (F)
-    lc, tpl, tpo = lps * layer_compute, lps * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]), lps * mb["tp_on_link"]
+    first_base = body + first + np.where(single, last, 0.0)
+    last_base = body + last + np.where(single, first, 0.0)
+    mid_base = np.where(pp >= 3, lps_mid * per_layer, 0.0)
+    # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
+    slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
+    # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
+    lc, tpl, tpo = lps_end * layer_compute, lps_end * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]), lps_end * mb["tp_on_link"]
     head_tp_t = mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0)
     head_tp_f = mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0)
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
-    t_mb_f = lps * mb["forward_s"]
-    t_mb_b = lps * (mb["backward_s"] + mb["recompute_s"])
+    t_mb_f = lps_mid * mb["forward_s"]
+    t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
     if o.overlap_grad_reduce:
         e = [np.maximum(t[0] - t_mb_b, 0.0), np.maximum(t[1] - t_mb_b, 0.0), None,
@@ -111,21 +123,22 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     s = u["seq_len"]
     return {
-        "mb": mb, "bd": bd, "dpb": dpb, "lps": lps,
-        "first_base": body + first + np.where(single, last, 0.0),
-        "last_base": body + last + np.where(single, first, 0.0),
-        "mean_base": body + (first + last) / pp, "weight": lps * mb["backward_wgrad_s"],
+        "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_end, "lps_t": lps_end, "lps_m": lps_mid,
+        "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
+        "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e,
         "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lc + (emb + np.where(single, out, 0.0)), "compute_f": lc + (out + np.where(single, emb, 0.0)),
+        "compute_m": lps_mid * layer_compute,
         "tp_exposed_t": tpl + head_tp_t, "tp_exposed_f": tpl + head_tp_f,
-        "tp_on_link_t": tpo + head_tp_t, "tp_on_link_f": tpo + head_tp_f,
+        "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
+        "tp_on_link_t": tpo + head_tp_t, "tp_on_link_f": tpo + head_tp_f, "tp_on_link_m": lps_mid * mb["tp_on_link"],
         "recompute": mb["recompute_s"], "cp_all": mb["cp_all"], "ep_all": mb["ep_all"],
         "layer_forward": layer_forward, "layer_backward": layer_backward,
-        "stage_forward": lps * layer_forward, "stage_backward": lps * layer_backward,
+        "stage_forward": lps_mid * layer_forward, "stage_backward": lps_mid * layer_backward,
         "flops_per_token": forward_flops_per_token(d, s) + 0.0 * s,
         "extra_flops_per_token": recompute_flops_per_token(d, s, u["recompute"], u["flash_attention"]),
     }
@@ -197,12 +210,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     transfers = p2p_transfers_per_micro_batch(sch, pp, v)
     p2p = transfers * g(u["p2p_transfer"])
     p2p_exposed = 0.0 * p2p if o.pipeline_p2p_overlap else p2p
-    stage_max = g(u["first_base"])
+    stage_max = g(u["stage_base"])
     stage_max += p2p_exposed
-    stage_last = g(u["last_base"])
-    stage_last += p2p_exposed
-    slow_first = stage_max >= stage_last
-    np.maximum(stage_max, stage_last, out=stage_max)
     stage_mean = g(u["mean_base"])
     stage_mean += p2p_exposed
     weight = g(u["weight"]) if (sch == SCHEDULE_ZERO_BUBBLE).any() else 0.0
@@ -228,9 +237,10 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     mflops *= g(u["flops_per_token"])
     hflops = tokens * g(u["extra_flops_per_token"])
     np.add(mflops, hflops, out=hflops)
-    by_end = inverse * 2 + slow_first
-    pick = lambda key: g(np.stack([u[key + "_f"], u[key + "_t"]], axis=1).ravel(), by_end)  # noqa: E731
-    m_lps = mf * g(u["lps"])
+    by_end = inverse * 3 + g(u["slowest"])
+    pick = lambda key: g(np.stack([u[key + "_f"], u[key + "_t"], u[key + "_m"]], axis=1).ravel(), by_end)  # noqa: E731
+    lps_slowest = pick("lps")
+    m_lps = mf * lps_slowest
     step_gpus_peak = step * gpus
     step_gpus_peak *= device.peak_flops_per_s
     result = {
@@ -260,7 +270,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                   dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes)]
         grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
-        result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, g(u["lps"]), transfers, grad_exposed,
+        result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, lps_slowest, transfers, grad_exposed,
                                       dp_exposed - grad_exposed, o)
     return result
 

@@ -79,7 +79,8 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
     ``tp, pp, dp, cp, ep, vpp, micro_batch, global_batch`` (sequences per step; default micro_batch·dp),
     ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full), ``sequence_parallel`` (0/1),
     ``schedule`` (0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble), ``flash_attention`` (0/1, default 1),
-    ``seq_len`` (default 2048). Configurations are assumed valid (``distcalc.parallel`` checks them).
+    ``seq_len`` (default 2048), ``account_for_embedding_and_loss`` (0/1: the embedding and the loss take a
+    layer slot each in the pipeline split). Configurations are assumed valid (``distcalc.parallel`` checks them).
     Returns arrays: ``step_time_s, mfu, hfu, tokens_per_s, memory_bytes`` (worst stage, if ``memory``),
     the breakdown keys of :data:`BREAKDOWN_KEYS` and ``tp_on_link_s, dp_on_link_s, micro_batches, gpus``.
     ``calibration`` (a :class:`~distcalc.calibration.Calibration` or a file from ``distcalc calibrate``)
@@ -103,7 +104,8 @@ def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOption
         spec, tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=zero,
         sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
         global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
-        flash=c["flash_attention"] != 0, fp8=dtype == "fp8")
+        flash=c["flash_attention"] != 0, fp8=dtype == "fp8",
+        account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0)
 
 
 def config_batch(config: ParallelConfig) -> dict[str, Any]:
@@ -112,7 +114,8 @@ def config_batch(config: ParallelConfig) -> dict[str, Any]:
             "vpp": config.vpp, "micro_batch": config.micro_batch, "global_batch": config.global_batch,
             "zero": config.zero_stage, "recompute": config.recompute.code,
             "sequence_parallel": int(config.sequence_parallel), "schedule": config.resolved_schedule.code,
-            "flash_attention": int(config.flash_attention), "seq_len": config.seq_len}
+            "flash_attention": int(config.flash_attention), "seq_len": config.seq_len,
+            "account_for_embedding_and_loss": int(config.account_for_embedding_and_loss)}
 
 
 @dataclass

@@ -134,6 +134,9 @@ def register(app: typer.Typer) -> None:
         schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
         dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
         flash_attention: Annotated[bool, typer.Option(help="fused (flash) attention")] = True,
+        account_for_embedding_and_loss: Annotated[bool, typer.Option(
+            help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
+                 "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
         gpus_per_node: Annotated[Optional[int], typer.Option(help="GPUs per node (overrides the cluster)")] = None,
         intra_bandwidth: Annotated[Optional[str], typer.Option(help="intra-node B per direction, e.g. 300GB/s")] = None,
         intra_latency: Annotated[Optional[str], typer.Option(help="intra-node α per step, e.g. 3us")] = None,
@@ -173,7 +176,8 @@ def register(app: typer.Typer) -> None:
                                     inter_bandwidth_bytes_per_s=rates["inter_bandwidth"],
                                     inter_latency_s=times["inter_latency"])
         settings.setdefault("seq_len", 4096)
-        config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention)
+        config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
+                                account_for_embedding_and_loss=account_for_embedding_and_loss)
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
                                  cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,

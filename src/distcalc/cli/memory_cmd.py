@@ -44,7 +44,8 @@ def _render(report: MemoryReport) -> None:
                   f"vpp={cfg.vpp} zero={cfg.zero_stage} sp={'on' if cfg.sequence_parallel else 'off'} "
                   f"recompute={cfg.recompute.value} schedule={cfg.resolved_schedule.value} "
                   f"micro_batch={cfg.micro_batch} m={cfg.num_micro_batches} seq_len={cfg.seq_len} "
-                  f"dtype={cfg.dtype.value} flash={'on' if cfg.flash_attention else 'off'}")
+                  f"dtype={cfg.dtype.value} flash={'on' if cfg.flash_attention else 'off'}"
+                  + (" embedding/loss in pipeline split" if cfg.account_for_embedding_and_loss and cfg.pp > 1 else ""))
     s = report.sharding
     console.print(f"model states ({report.options.recipe.value}): weights {per_param['weights']:g} B/param "
                   f"/ {s['weights_divisor']:g}, gradients {per_param['gradients']:g} / {s['gradients_divisor']:g}, "
@@ -127,6 +128,10 @@ def register(app: typer.Typer) -> None:
         schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
         dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
         flash_attention: Annotated[bool, typer.Option(help="fused attention (no s×s scores stored)")] = True,
+        account_for_embedding_and_loss: Annotated[bool, typer.Option(
+            help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
+                 "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
+                 "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
         recipe: Annotated[
             Recipe, typer.Option(help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16)")
         ] = Recipe.MIXED,
@@ -143,7 +148,7 @@ def register(app: typer.Typer) -> None:
             gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
             distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
             micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
-            flash_attention=flash_attention,
+            flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
         )
         options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_size(comm_buffer, allow_zero=True),
                                 cuda_context_bytes=parse_size(cuda_context, allow_zero=True),

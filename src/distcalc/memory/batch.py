@@ -4,12 +4,16 @@
 :func:`~distcalc.memory.stage.stage_lines` — the functions :func:`~distcalc.memory.memory_report` uses —
 on NumPy arrays of configurations, and keeps per configuration the stage with the largest total.
 
-Candidate stages (exact, not a heuristic): two stages holding the same number of MoE layers (hence the
-same transformer-layer parameters and per-layer activations), neither of them the first or the last
+Candidate stages (exact, not a heuristic): two stages holding the same numbers of transformer and MoE
+layers (hence the same layer parameters and per-layer activations), neither of them the first or the last
 stage, differ only in their in-flight micro-batches, which never increase with the stage index under any
 schedule (:func:`~distcalc.memory.activations.in_flight_micro_batches`). So the worst stage is the first
-stage, the last stage, or the lowest-index middle stage of each distinct MoE-layer count. For a model whose
-layers are all alike that is {0, pp−1}; for DeepSeek-V3 (three dense layers first) a few more.
+stage, the last stage, or the lowest-index middle stage of each distinct (layers, MoE layers) count. For a
+model whose layers are all alike that is {0, pp−1}; with ``account_for_embedding_and_loss`` (Megatron-Core
+``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``; Llama 3, Dubey et
+al. 2024 §3.3.2) stages 0 and pp−1 hold (L + 2)/pp − 1 layers and the middle ones (L + 2)/pp, so it is
+{0, 1, pp−1} — stage 1, the first middle stage, has the most layers and the most in-flight micro-batches
+among the middle stages. For DeepSeek-V3 (three dense layers first) a few more.
 """
 
 from __future__ import annotations
@@ -23,18 +27,20 @@ from distcalc.memory.options import MemoryOptions
 from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_layer_terms, stage_lines, stage_moe_layers
 from distcalc.memory.states import bytes_per_parameter
 from distcalc.model import ModelSpec
-from distcalc.parallel import Precision
+from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_count
 
 
 def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=False, recompute=0,
                    micro_batch=1, num_micro_batches=None, global_batch=None, seq_len=4096, schedule=1,
-                   flash=True, fp8=False, options: MemoryOptions | None = None) -> dict[str, object]:
+                   flash=True, fp8=False, account_for_embedding_and_loss=False,
+                   options: MemoryOptions | None = None) -> dict[str, object]:
     """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from plain numbers or arrays.
 
     ``recompute`` and ``schedule`` are the integer codes of :class:`~distcalc.parallel.Recompute` /
     :class:`~distcalc.parallel.Schedule`; ``zero`` the effective ZeRO stage (distributed optimizer = 1);
     give ``num_micro_batches`` or ``global_batch`` (m = global_batch / (micro_batch·dp)); ``fp8`` adds the
-    fp8 weight cache to the weight bytes."""
+    fp8 weight cache to the weight bytes; ``account_for_embedding_and_loss`` (bool or 0/1 array) gives the
+    embedding and the loss a layer slot each in the pipeline split (module docstring)."""
     options = options or MemoryOptions()
     if num_micro_batches is None:
         if global_batch is None:
@@ -47,28 +53,37 @@ def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=F
         recompute=recompute, micro_batch=micro_batch, num_micro_batches=num_micro_batches, seq_len=seq_len,
         schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.where(fp8, fp8_extra, 0.0),
         gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
+        account_for_embedding_and_loss=account_for_embedding_and_loss,
     )
 
 
 @lru_cache(maxsize=4096)
-def _candidate_stages(dims: ModelDims, pp: int, vpp: int) -> tuple[int, ...]:
-    """Stages that can be the worst for this (pp, vpp) (see module docstring), ascending."""
-    if dims.uniform or pp <= 2:
+def _candidate_stages(dims: ModelDims, pp: int, vpp: int, split: bool = False) -> tuple[int, ...]:
+    """Stages that can be the worst for this (pp, vpp, split) (see module docstring), ascending."""
+    if pp <= 2:
         return tuple(sorted({0, pp - 1}))
-    counts = stage_moe_layers(dims, np.arange(pp), pp, vpp)
-    firsts: dict[int, int] = {}
+    if dims.uniform:
+        return (0, 1, pp - 1) if split else (0, pp - 1)
+    stages = np.arange(pp)
+    layers = stage_layer_count(dims.layers, stages, pp, int(split))
+    counts = stage_moe_layers(dims, stages, pp, vpp, int(split))
+    firsts: dict[tuple[float, int], int] = {}
     for stage in range(1, pp - 1):
-        firsts.setdefault(int(counts[stage]), stage)
+        firsts.setdefault((float(layers[stage]), int(counts[stage])), stage)
     return tuple(sorted({0, pp - 1, *firsts.values()}))
 
 
-def _candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray) -> list[np.ndarray]:
-    """Arrays of candidate stage indices, one array per rank (padded with the last candidate)."""
+def _candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray, split: np.ndarray) -> list[np.ndarray]:
+    """Arrays of candidate stage indices, one array per rank, each row ascending (padded by repeating a
+    candidate: a repeat ties, and ties keep the earlier stage). ``split``: 0/1, already 0 where pp = 1."""
     if dims.uniform:
-        return [np.zeros(pp.shape, dtype=np.int64), pp - 1]
-    pairs = np.stack([pp.ravel(), vpp.ravel()], axis=1)
-    unique, inverse = np.unique(pairs, axis=0, return_inverse=True)
-    lists = [_candidate_stages(dims, int(p), int(v)) for p, v in unique]
+        first, last = np.zeros(pp.shape, dtype=np.int64), pp - 1
+        if not np.any(split):
+            return [first, last]
+        return [first, np.where((split > 0) & (pp > 2), 1, 0), last]
+    triples = np.stack([pp.ravel(), vpp.ravel(), split.ravel()], axis=1)
+    unique, inverse = np.unique(triples, axis=0, return_inverse=True)
+    lists = [_candidate_stages(dims, int(p), int(v), bool(e)) for p, v, e in unique]
     width = max(len(c) for c in lists)
     table = np.array([list(c) + [c[-1]] * (width - len(c)) for c in lists], dtype=np.int64)
     chosen = table[inverse.ravel()]
@@ -82,13 +97,22 @@ def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.n
     shape = np.broadcast(*arrays).shape
     pp = np.broadcast_to(np.asarray(inputs["pp"], dtype=np.int64), shape)
     vpp = np.broadcast_to(np.asarray(inputs["vpp"], dtype=np.int64), shape)
+    split = np.broadcast_to(pipeline_slots_offset(inputs["account_for_embedding_and_loss"], pp), shape)
     terms = config_terms(dims, **inputs)
     best: dict[str, np.ndarray] = {}
-    shared = None  # uniform model: every stage holds the same layers (stage_layer_terms)
-    for stage in _candidates(dims, pp, vpp):
-        layer_terms = shared if shared is not None else stage_layer_terms(dims, terms, stage)
-        if dims.uniform:
-            shared = layer_terms
+    candidates = _candidates(dims, pp, vpp, split)
+    # A uniform model's layer terms depend on the stage only through its layer count, which is the same on
+    # stages 0 and pp−1 (L/pp, or (L + 2)/pp − 1 with the split): compute them once for both; a middle
+    # candidate (stage 1, present only with the split) gets its own.
+    edge_terms = None
+    for index, stage in enumerate(candidates):
+        edge = index in (0, len(candidates) - 1)
+        if dims.uniform and edge and edge_terms is not None:
+            layer_terms = edge_terms
+        else:
+            layer_terms = stage_layer_terms(dims, terms, stage)
+            if dims.uniform and edge:
+                edge_terms = layer_terms
         lines = stage_lines(dims, terms, stage, layer_terms)
         total = np.broadcast_to(lines["total_bytes"], shape)
         if not best:

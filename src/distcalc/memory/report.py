@@ -26,7 +26,8 @@ class StageMemory(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     stage: int
-    layers: int = Field(description="transformer layers on this stage")
+    layers: int = Field(description="transformer layers on this stage (L/pp; with account_for_embedding_and_loss "
+                                    "(L + 2)/pp, one fewer on the first and the last stage)")
     moe_layers: int = Field(description="MoE layers among them")
     parameters: int = Field(description="parameters this GPU holds before ZeRO sharding")
     layer_parameters: int = Field(description="of which in transformer layers (no embedding / LM head)")
@@ -112,7 +113,7 @@ def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dic
         zero=config.zero_stage, sequence_parallel=config.sequence_parallel, recompute=config.recompute.code,
         micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
         schedule=config.resolved_schedule.code, flash=config.flash_attention, fp8=config.dtype == Precision.FP8,
-        options=options,
+        account_for_embedding_and_loss=config.account_for_embedding_and_loss, options=options,
     )
 
 
@@ -122,7 +123,10 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
 
     Validates ``config`` against the model (:func:`~distcalc.parallel.validate_for_model`), evaluates
     :func:`~distcalc.memory.stage.stage_lines` for each stage and takes the largest total as the headline.
-    ``spec`` / ``gpu`` may be preset names."""
+    ``config.account_for_embedding_and_loss`` gives the embedding and the loss a layer slot each in the
+    pipeline split (Megatron-Core ``--account-for-embedding-in-pipeline-split`` /
+    ``--account-for-loss-in-pipeline-split``; Dubey et al. 2024, arXiv:2407.21783 §3.3.2): stages 0 and pp−1
+    then hold (L + 2)/pp − 1 layers, the others (L + 2)/pp. ``spec`` / ``gpu`` may be preset names."""
     spec = load_model(spec) if isinstance(spec, str) else spec
     gpu = load_gpu(gpu) if isinstance(gpu, str) else gpu
     options = options or MemoryOptions()

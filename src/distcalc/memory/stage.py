@@ -6,7 +6,13 @@ implementation used by both :func:`distcalc.memory.memory_report` (one configura
 :func:`distcalc.memory.states.model_state_bytes` (parameters × bytes per parameter / ZeRO divisor).
 
 Layout (Megatron-LM): stage i holds model chunks i, i + pp, …, i + (vpp−1)·pp of L/(pp·vpp) layers each;
-the token embedding (and learned positions) sit on stage 0, the final norm and LM head on stage pp−1; with
+the token embedding (and learned positions) sit on stage 0, the final norm and LM head on stage pp−1. With
+``account_for_embedding_and_loss`` (Megatron-Core ``--account-for-embedding-in-pipeline-split`` and
+``--account-for-loss-in-pipeline-split``; Llama 3, Dubey et al. 2024, arXiv:2407.21783 §3.3.2: "reduce one
+Transformer layer each from the first and the last stages") the L + 2 slots are cut into pp·vpp chunks of
+(L + 2)/(pp·vpp): the embedding takes the first slot of chunk 0, the loss the last slot of chunk pp·vpp − 1,
+so stages 0 and pp−1 hold (L + 2)/pp − 1 layers and the others (L + 2)/pp
+(:func:`distcalc.parallel.chunk_layer_range`, :func:`distcalc.parallel.stage_layer_count`). With
 tied embeddings and pp > 1 the last stage keeps its own copy of the embedding matrix for the LM head
 (Megatron ``shared_embedding_or_output_weight``; gradients all-reduced over the embedding group). Layer
 weights split over TP except norms, row-parallel biases and the router (replicated); routed experts split
@@ -27,6 +33,7 @@ from distcalc.memory.activations import (
 from distcalc.memory.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
+from distcalc.parallel import chunk_layer_range, stage_layer_count
 
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
@@ -37,26 +44,28 @@ STAGE_KEYS = (
 )
 
 
-def stage_moe_layers(dims: ModelDims, stage, pp, vpp):
-    """MoE layers held by ``stage`` (sum over its vpp chunks of L/(pp·vpp) layers)."""
-    stage, pp, vpp = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp))
-    total = np.zeros(np.broadcast(stage, pp, vpp).shape, dtype=np.int64)
+def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0):
+    """MoE layers held by ``stage``: the sum over its vpp chunks ``stage + j·pp`` of the MoE layers in
+    :func:`distcalc.parallel.chunk_layer_range` (L/(pp·vpp) layers each, or (L + 2)/(pp·vpp) slots with
+    ``split``, the embedding and the loss taking one slot each)."""
+    stage, pp, vpp, split = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp, split))
+    total = np.zeros(np.broadcast(stage, pp, vpp, split).shape, dtype=np.int64)
     if dims.moe_cumulative[-1] == 0:
         return total
-    chunk_layers = dims.layers // (pp * vpp)
     for j in range(int(np.max(vpp))):
         valid = j < vpp
-        start = np.where(valid, (stage + j * pp) * chunk_layers, 0)
-        stop = np.where(valid, start + chunk_layers, 0)
-        total = total + dims.moe_layers_between(start, stop)
+        start, stop = chunk_layer_range(dims.layers, stage + j * pp, pp, vpp, split)
+        total = total + np.where(valid, dims.moe_layers_between(start, stop), 0)
     return total
 
 
 def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
                  num_micro_batches, seq_len, schedule, flash, weight_bytes, gradient_bytes, optimizer_bytes,
-                 options: MemoryOptions) -> dict[str, object]:
+                 options: MemoryOptions, account_for_embedding_and_loss=0) -> dict[str, object]:
     """The stage-independent terms of a configuration: per-layer parameters and activations, output and
-    embedding activations of one micro-batch, ZeRO divisors. Input of :func:`stage_lines`."""
+    embedding activations of one micro-batch, ZeRO divisors, and the pipeline-split flag
+    ``account_for_embedding_and_loss`` (bool or 0/1 array; see the module docstring). Input of
+    :func:`stage_lines`."""
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     tp_f, ep_f = f(tp), f(ep)
     shard = f(dp) * f(cp)
@@ -74,6 +83,7 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     lm_head = np.where(dims.tied & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
     return dict(
         tp=tp_f, pp=pp_f, vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=m,
+        split=np.asarray(account_for_embedding_and_loss, dtype=np.int64),
         embedding_params=dims.embedding / tp_f + dims.position_embedding,  # first stage
         head_params=lm_head / tp_f + dims.final_norm,  # last stage
         output_count=output_in_flight(schedule, m),  # micro-batches of logits on the last stage
@@ -93,11 +103,15 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
     """The lines of :func:`stage_lines` that depend on the stage only through the layers it holds (its
     dense / MoE layer counts): layer parameters and their states, per-layer activations, recompute
     workspace, communication buffers. Stages holding the same layer mix share them (every stage of a
-    uniform model), so :func:`distcalc.memory.memory_batch` computes them once for all its candidate stages."""
+    uniform model without the embedding/loss split; with it stages 0 and pp−1 hold one layer fewer), so
+    :func:`distcalc.memory.memory_batch` shares them between its candidate stages.
+
+    ``layers`` = :func:`distcalc.parallel.stage_layer_count`: L/pp, or with the split (L + 2)/pp less one on
+    stages 0 and pp−1."""
     t = terms
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
-    layers = dims.layers / t["pp"]
-    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"]), dtype=float)
+    layers = stage_layer_count(dims.layers, stage, t["pp_int"], t["split"])
+    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"], t["split"]), dtype=float)
     n_dense = layers - n_moe
     layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
     expert_params = n_moe * t["expert_layer"]
@@ -111,7 +125,8 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
     return dict(
         layers=layers, n_moe=n_moe, layer_params=layer_params, expert_params=expert_params,
         states_l=(w_l, g_l, o_l), states_e=(w_e, g_e, o_e), layer_states=w_l + g_l + o_l + w_e + g_e + o_e,
-        stage_layer_acts=stage_layer_acts, per_layer=stage_layer_acts / layers,
+        stage_layer_acts=stage_layer_acts,
+        per_layer=stage_layer_acts / np.maximum(layers, 1.0),  # a valid stage holds >= 1 layer
         workspace=np.maximum(np.where(n_dense > 0, t["work_dense"], 0.0), np.where(n_moe > 0, t["work_moe"], 0.0)),
         comm=comm, context=np.full_like(comm, float(options.cuda_context_bytes)),
     )
@@ -123,10 +138,16 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
 
     Model states: per :func:`~distcalc.memory.states.model_state_bytes` with ZeRO over d = dp·cp
     (experts over d/ep). Activations: in-flight units (:func:`in_flight_micro_batches`) / vpp × the stage's
-    per-layer activations (:func:`layer_activation_bytes`), + one layer's recompute workspace, + embedding
-    dropout mask (stage 0), + output layer, logits and fp32 loss workspace (stage pp−1). Buffers: NCCL
-    buffers, ZeRO-3 gathered layer(s), CUDA context, allocator reserve (:class:`MemoryOptions`).
-    ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given)."""
+    per-layer activations (:func:`layer_activation_bytes`) summed over its layers (a unit holds the stage's
+    average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
+    logits and fp32 loss workspace (stage pp−1). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
+    context, allocator reserve (:class:`MemoryOptions`).
+    ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
+
+    With the embedding/loss split and vpp > 1 the short chunk (chunk 0 of stage 0, the last chunk of stage
+    pp−1, one layer fewer) is averaged in like the others; under the interleaved schedule with m ≥ 2·pp it
+    actually holds 2·pp − 1 units on stage 0 and 1 unit on stage pp−1, so the average errs by
+    (vpp−1)(pp−1)/vpp layer-micro-batches (over on stage 0, under on stage pp−1)."""
     t = terms
     layer_terms = stage_layer_terms(dims, t, stage) if layer_terms is None else layer_terms
     stage_f = np.asarray(stage, dtype=float)
