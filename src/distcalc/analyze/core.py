@@ -118,6 +118,9 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     else:
         e = [t[0], t[1], None, t[3], t[4]]
     e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
+    # ZeRO-3: a micro-batch's gradient ReduceScatter and its backward parameter AllGather share the DP links
+    # and the same backward window, so they hide behind it together, not each behind all of it
+    z3_backward = np.maximum(t[1] + t[4] - t_mb_b, 0.0) if o.overlap_grad_reduce else t[1] + t[4]
     params_gpu = dpb["params_gpu"]
     opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
@@ -127,7 +130,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
-        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e,
+        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
         "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
@@ -151,17 +154,20 @@ def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
     return bool(calibration.compute) and calibration.compute.get("device") == device.name
 
 
-def _dp_tables(t: list[np.ndarray], on: np.ndarray) -> tuple[np.ndarray, ...]:
+def _dp_tables(t: list[np.ndarray], on: np.ndarray, z3_backward: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
     ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
     2 step AllGather, 3/4 ZeRO-3 AllGathers) is ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and
-    the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank)."""
+    the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank).
+    ``z3_backward``: the per-micro-batch ZeRO-3 backward term (ReduceScatter + backward AllGather taken
+    together, for exposed times) in place of ``t1`` and ``t4`` separately."""
     t0, t1, t2, t3, t4 = t
     zero = np.zeros_like(t1)
-    k1 = np.stack([zero, zero, t1, t1], axis=1) * on[:, None]
+    b3, a3 = (t1, t4) if z3_backward is None else (z3_backward, zero)
+    k1 = np.stack([zero, zero, t1, b3], axis=1) * on[:, None]
     k2 = np.stack([t0, t1 + t2, t2, zero], axis=1) * on[:, None]
     k3 = np.stack([zero, zero, zero, t3], axis=1) * on[:, None]
-    k4 = np.stack([zero, zero, zero, t4], axis=1) * on[:, None]
+    k4 = np.stack([zero, zero, zero, a3], axis=1) * on[:, None]
     return tuple(k.ravel() for k in (k1, k2, k3, k4))
 
 
@@ -224,7 +230,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u["dp_on"]
     dp_on_link = _dp_sum(_dp_tables(u["t"], on), gz, mf, any_ge2, any_z3)
-    dp_exposed = _dp_sum(_dp_tables(u["e"], on), gz, mf, any_ge2, any_z3)
+    dp_exposed = _dp_sum(_dp_tables(u["e"], on, u["z3_backward"]), gz, mf, any_ge2, any_z3)
     optimizer = gz(np.stack([u["opt_replicated"]] + [u["opt_sharded"]] * 3, axis=1).ravel())
     embedding_sync = g(u["embedding_sync"])
     step = pipeline + dp_exposed
