@@ -42,7 +42,8 @@ def _render(report: StepReport, example: bool) -> None:
                   f"{' dist-opt' if c['distributed_optimizer'] else ''} sp={'on' if c['sequence_parallel'] else 'off'} "
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
-                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}")
+                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}"
+                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}")
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
                   f"HFU {100 * report.hfu:.1f} %  {report.tokens_per_s:,.0f} tokens/s"
                   + (f"  time to train {report.tokens_budget:.3g} tokens: {report.time_to_train_s / 86400:.2f} days"
