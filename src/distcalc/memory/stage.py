@@ -52,6 +52,8 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0):
     total = np.zeros(np.broadcast(stage, pp, vpp, split).shape, dtype=np.int64)
     if dims.moe_cumulative[-1] == 0:
         return total
+    if dims.moe_cumulative[-1] == dims.layers:  # every layer is MoE: the stage's layer count
+        return total + np.rint(stage_layer_count(dims.layers, stage, pp, split)).astype(np.int64)
     for j in range(int(np.max(vpp))):
         valid = j < vpp
         start, stop = chunk_layer_range(dims.layers, stage + j * pp, pp, vpp, split)
