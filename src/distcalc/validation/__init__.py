@@ -16,6 +16,7 @@ from distcalc.validation.base import CaseSet, ValidationCase, read_validation_cs
 CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.memory_cases",
     "distcalc.validation.end_to_end",
+    "distcalc.validation.h100_runs",
 )
 
 
