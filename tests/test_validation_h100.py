@@ -19,10 +19,20 @@ def test_weak_scaling_trend_from_64_to_2048_gpus(dtype):
     assert abs(predicted - measured) <= 0.015, (predicted, measured)
 
 
-def test_fp8_rows_within_tolerance_and_bf16_miss_is_reported():
+def test_known_misses_are_reported_as_they_are():
+    """Stated in README: BF16 ~11 % fast, FP8 ~10 % slow (the model gains 1.08x from FP8, the runs 1.34x)."""
     cases = CASE_SETS["nemo-llama31-70b-h100"]()
     assert len(cases) == 12
-    assert all(c.passed for c in cases if " fp8 " in c.case)
-    # Known miss, stated in README: with NeMo's userbuffer TP overlap counted as free, BF16 is ~11 % fast.
     bf16 = [c.error for c in cases if " bf16 " in c.case]
+    fp8 = [c.error for c in cases if " fp8 " in c.case]
     assert all(-0.12 < e < -0.06 for e in bf16), bf16
+    assert all(0.06 < e < 0.13 for e in fp8), fp8
+
+
+def test_fp8_attention_runs_in_16_bit():
+    """TransformerEngine keeps dot-product attention in BF16 under FP8 GEMMs (fp8_dot_product_attention off)."""
+    from distcalc.compute import load_device
+
+    fp8, bf16 = load_device("h100-sxm", "fp8"), load_device("h100-sxm", "bf16")
+    assert fp8.peak_flops_per_s == pytest.approx(2 * bf16.peak_flops_per_s, rel=1e-3)
+    assert fp8.attention == bf16 and bf16.attention is None

@@ -59,6 +59,10 @@ class DeviceCompute:
     kernel_overhead_s: float  #: per-kernel launch + tail time
     flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
     flash_backward_efficiency: float
+    #: the 16-bit twin that runs the attention core when the GEMMs run in FP8 (TransformerEngine keeps
+    #: dot-product attention in BF16 unless FP8 attention is asked for: ``fp8_dot_product_attention``
+    #: defaults to off in Megatron-Core / NeMo); None: attention runs at this device's rate
+    attention: "DeviceCompute | None" = None
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -172,6 +176,7 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         kernel_overhead_s=float(entry["kernel_overhead_s"]),
         flash_forward_efficiency=float(entry["flash_forward_efficiency"]),
         flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
+        attention=load_device(gpu, "bf16") if str(getattr(dtype, "value", dtype)).lower() == "fp8" else None,
     )
 
 
