@@ -15,7 +15,13 @@ Counts printed per case:
 Rates are counts / wall time of one whole ``search()`` call (enumeration + memory + step time), best of
 ``--repeat`` runs after one warm-up run (presets loaded, caches filled).
 
-    .venv/bin/python benchmarks/search.py [--repeat 3]
+The search also tries the embedding/loss pipeline split (Megatron-Core
+``--account-for-embedding-in-pipeline-split``) where the layers alone do not divide by pp·vpp — for
+Llama-3-405B's 126 layers that opens PP4 … PP64, so its space is several times larger than with even splits
+only. ``--even-splits-only`` searches the even splits alone (the space before the split was searched), to
+compare the cost per configuration on the same space.
+
+    .venv/bin/python benchmarks/search.py [--repeat 3] [--even-splits-only]
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import time
 
 from distcalc.cluster import load_cluster
 from distcalc.model import load_model
-from distcalc.search import search
+from distcalc.search import SpaceChoices, search
 
 CASES = (
     ("GPT-3 175B, 64 x A100-80GB", "gpt3-175b", "dgx-a100", 64, 64, 2048),
@@ -34,14 +40,16 @@ CASES = (
 )
 
 
-def run_case(label: str, model: str, cluster: str, gpus: int, global_batch: int, seq_len: int, repeat: int) -> None:
+def run_case(label: str, model: str, cluster: str, gpus: int, global_batch: int, seq_len: int, repeat: int,
+             split: bool = True) -> None:
     spec = load_model(model)
     cluster_spec = load_cluster(cluster)
-    search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len)  # warm-up
+    choices = SpaceChoices(embedding_loss_split=split)
+    search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len, choices=choices)  # warm-up
     best = None
     for _ in range(repeat):
         start = time.perf_counter()
-        result = search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len)
+        result = search(spec, cluster_spec, gpus, global_batch=global_batch, seq_len=seq_len, choices=choices)
         wall = time.perf_counter() - start
         best = wall if best is None else min(best, wall)
     top = result.top(1)
@@ -54,16 +62,18 @@ def run_case(label: str, model: str, cluster: str, gpus: int, global_batch: int,
         row = top[0]
         print(f"  best: tp{row['tp']} pp{row['pp']} dp{row['dp']} cp{row['cp']} ep{row['ep']} vpp{row['vpp']} "
               f"mb{row['micro_batch']} zero{row['zero']} {row['recompute']} sp={row['sequence_parallel']} "
-              f"{row['schedule']}: step {row['step_time_s']:.3f} s, MFU {100 * row['mfu']:.1f}%, "
+              f"{row['schedule']}{' emb/loss split' if row['account_for_embedding_and_loss'] else ''}: step {row['step_time_s']:.3f} s, MFU {100 * row['mfu']:.1f}%, "
               f"{row['memory_bytes'] / 2**30:.1f} GiB")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--even-splits-only", action="store_true",
+                        help="do not search the embedding/loss pipeline split (the space of even splits alone)")
     args = parser.parse_args()
     for case in CASES:
-        run_case(*case, repeat=args.repeat)
+        run_case(*case, repeat=args.repeat, split=not args.even_splits_only)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@ runner = CliRunner()
 GPT3 = ["search", "--model", "gpt3-175b", "--cluster", "dgx-a100", "--gpus", "64", "--global-batch", "64",
         "--seq-len", "2048"]
 RESULT_KEYS = {"tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel",
-               "schedule", "step_time_s", "mfu", "memory_bytes"}
+               "schedule", "account_for_embedding_and_loss", "step_time_s", "mfu", "memory_bytes"}
 
 
 def _json(args):
@@ -40,6 +40,22 @@ def test_json_contract_and_csv(tmp_path):
     assert len(rows) == data["feasible"] == data["output"]["rows"]
     assert float(rows[0]["step_time_s"]) == pytest.approx(times[0])
     assert all(row["memory_bytes"] <= 0.95 * data["gpu_memory_bytes"] for row in data["results"])
+
+
+def test_embedding_loss_split_shown(tmp_path):
+    """Llama-3.1-405B (126 layers) at PP16 needs the embedding/loss split: JSON, CSV and the table show it."""
+    args = ["search", "--model", "llama3-405b", "--cluster", "dgx-h100", "--gpus", "16384", "--global-batch",
+            "2048", "--seq-len", "8192", "--zero", "1", "--recompute", "none", "--schedule", "interleaved"]
+    out = tmp_path / "405b.csv"
+    data = _json(args + ["--top", "3", "--output", str(out)])
+    best = data["results"][0]
+    assert best["pp"] == 16 and best["account_for_embedding_and_loss"] is True
+    with open(out, newline="") as handle:
+        header = next(csv.reader(handle))
+    assert header[:13] == ["gpus", "tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute",
+                           "sequence_parallel", "schedule", "account_for_embedding_and_loss"]
+    table = runner.invoke(app, args + ["--top", "1"])
+    assert table.exit_code == 0 and "emb/loss split" in table.output
 
 
 def test_restricted_choices_and_range():
@@ -90,7 +106,8 @@ def test_parse_gpu_counts():
 
 def test_nothing_valid_still_answers(tmp_path):
     out = tmp_path / "none.csv"
-    data = _json(["search", "--gpus", "7", "--model", "gpt3-175b", "--global-batch", "64", "--output", str(out)])
+    # 5 GPUs: 5 divides none of 96 heads/layers, 96 + 2 slots, 64 sequences, 2048 tokens (7 would: PP7 on 98 slots)
+    data = _json(["search", "--gpus", "5", "--model", "gpt3-175b", "--global-batch", "64", "--output", str(out)])
     assert data["evaluated"] == data["feasible"] == 0 and data["results"] == [] and data["pareto"] == []
     assert data["rejected"]["divisibility"] > 0
     assert out.read_text().splitlines()[0].startswith("gpus,tp,pp")

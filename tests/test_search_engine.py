@@ -12,13 +12,14 @@ from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Recompute, Schedule
 from distcalc.search import search
 from distcalc.search.engine import Job, memory_bytes_batch
-from distcalc.search.space import config_row, enumerate_space, limits_for_model
+from distcalc.search.space import COLUMNS, SpaceChoices, config_row, enumerate_space, limits_for_model
 
 HEADROOM = 0.05
 CASES = {  # (model, cluster, gpus, global batch, sequence length)
     "gpt3": ("gpt3-175b", "dgx-a100", 64, 64, 2048),
     "mixtral": ("mixtral-8x7b", "dgx-h100", 16, 32, 4096),
     "llama-cp": ("llama3-8b", "dgx-h100", 16, 16, 16384),
+    "llama405": ("llama3-405b", "dgx-h100", 16384, 2048, 8192),  # 126 layers: PP16 needs the emb/loss split
 }
 
 
@@ -31,16 +32,18 @@ STRATA = (
 
 
 @lru_cache(maxsize=None)
-def _search(case: str):
+def _search(case: str, split: bool = True):
     model, cluster, gpus, batch, seq = CASES[case]
-    return search(load_model(model), load_cluster(cluster), gpus, global_batch=batch, seq_len=seq, headroom=HEADROOM)
+    return search(load_model(model), load_cluster(cluster), gpus, global_batch=batch, seq_len=seq, headroom=HEADROOM,
+                  choices=SpaceChoices(embedding_loss_split=split))
 
 
 def _config(row: dict, batch: int, seq: int) -> ParallelConfig:
     return ParallelConfig(gpus=row["gpus"], tp=row["tp"], pp=row["pp"], cp=row["cp"], ep=row["ep"], vpp=row["vpp"],
                           zero=row["zero"], sequence_parallel=row["sequence_parallel"],
                           recompute=Recompute(row["recompute"]), micro_batch=row["micro_batch"],
-                          global_batch=batch, seq_len=seq, schedule=Schedule(row["schedule"]))
+                          global_batch=batch, seq_len=seq, schedule=Schedule(row["schedule"]),
+                          account_for_embedding_and_loss=row["account_for_embedding_and_loss"])
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -77,6 +80,42 @@ def test_memory_pruning_equals_memory_report(case):
         row = {"gpus": gpus, **config_row(space.configs, int(i))}
         expected = memory_report(spec, _config(row, batch, seq), cluster.gpu).total_bytes
         assert memory[i] == pytest.approx(expected, rel=1e-9), row
+
+
+def _assert_priced_like_analyze(row: dict, case: str) -> None:
+    model, cluster, _, batch, seq = CASES[case]
+    report = analyze(model, cluster, _config(row, batch, seq))
+    assert row["step_time_s"] == pytest.approx(report.step_time_s, rel=1e-9), row
+    assert row["mfu"] == pytest.approx(report.mfu, rel=1e-9), row
+    assert row["memory_bytes"] == pytest.approx(report.memory["total_bytes"], rel=1e-9), row
+
+
+def test_llama3_405b_pp16_with_the_embedding_loss_split():
+    """126 layers do not divide by 16, but 126 + 2 slots do (Llama 3 §3.3.2): the search now finds feasible
+    PP16 configurations, all with the split on, priced as analyze prices them; without the split none."""
+    result = _search("llama405")
+    pp16 = [r for r in result.rows() if r["pp"] == 16]
+    assert pp16 and all(r["account_for_embedding_and_loss"] for r in pp16)
+    for row in [pp16[0], pp16[len(pp16) // 2], pp16[-1]] + [r for r in pp16 if r["vpp"] > 1][:1]:
+        _assert_priced_like_analyze(row, "llama405")
+    assert not any(r["pp"] == 16 for r in _search("llama405", split=False).rows())
+    rejected = result.rejections()
+    assert result.universe == result.feasible + rejected.total + rejected.equivalent
+
+
+def test_even_splits_unchanged_by_the_split_option():
+    """GPT-3 175B (96 layers): the configurations whose layers split evenly (flag 0) are exactly those of a
+    search without the split, with identical step time, MFU and memory; the split adds only the others
+    (pp 2 with vpp 7 or 49, dividing 98)."""
+    with_split, without = _search("gpt3"), _search("gpt3", split=False)
+    key = ("gpus", *COLUMNS)
+    metrics = ("step_time_s", "mfu", "memory_bytes")
+    new = {tuple(r[k] for k in key): tuple(r[m] for m in metrics) for r in with_split.rows()}
+    old = {tuple(r[k] for k in key): tuple(r[m] for m in metrics) for r in without.rows()}
+    assert not any(k[-1] for k in old)
+    assert {k: v for k, v in new.items() if not k[-1]} == old
+    added = [k for k in new if k[-1]]
+    assert added and {(k[2], k[6]) for k in added} <= {(2, 7), (2, 49)}  # (pp, vpp)
 
 
 def test_rejection_accounting():

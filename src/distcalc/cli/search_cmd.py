@@ -55,6 +55,8 @@ def _config_label(row: dict[str, Any]) -> str:
         parts.append("SP")
     if row["pp"] > 1:
         parts.append(row["schedule"])
+    if row.get("account_for_embedding_and_loss"):
+        parts.append("emb/loss split")
     return " ".join(parts)
 
 

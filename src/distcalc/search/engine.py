@@ -3,7 +3,9 @@
 Pipeline per GPU count N (:func:`search`):
 
 1. :func:`distcalc.search.space.enumerate_space` — every valid combination of tp, pp, dp, cp, ep, vpp,
-   micro-batch, ZeRO stage, recompute, sequence parallelism and schedule, with counts of what was rejected.
+   micro-batch, ZeRO stage, recompute, sequence parallelism and schedule, with counts of what was rejected
+   (and, derived, whether the embedding and the loss take a layer slot each in the pipeline split: on where
+   the layers alone cannot be cut into pp·vpp equal chunks).
 2. Memory first: :func:`distcalc.memory.memory_worst_stage_bytes_batch` (the formulas behind
    ``distcalc memory``) on all of them at once; a configuration is *feasible* when its worst pipeline stage needs at most
    ``(1 − headroom) × HBM``. The others are counted as rejected for OOM.
@@ -94,7 +96,7 @@ class SearchResult:
 
     def columns(self) -> dict[str, list]:
         """Every feasible configuration, fastest first, as columns of plain values (for CSV): ``gpus``, the
-        configuration columns (recompute / schedule as names, sequence_parallel as bool) and the metrics."""
+        configuration columns (recompute / schedule as names, the 0/1 flags as bools) and the metrics."""
         stack = _Stack(self.counts)
         order = np.lexsort((stack.metrics["memory_bytes"], stack.metrics["step_time_s"]))
         out: dict[str, list] = {"gpus": stack.metrics["gpus"][order].astype(int).tolist()}
@@ -159,22 +161,38 @@ class Job:
         return int(load_gpu(self.cluster.gpu).memory_bytes)
 
 
+def _split_apart(configs: ConfigArrays) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row masks (with, without the embedding/loss split) when the configurations mix both, else None."""
+    split = configs["account_for_embedding_and_loss"] != 0
+    return (split, ~split) if split.any() and not split.all() else None
+
+
 def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
     """Worst-stage memory per GPU (bytes) of every configuration, via
     :func:`distcalc.memory.memory_worst_stage_bytes_batch` (what ``distcalc memory`` reports)."""
     if configs["tp"].shape[0] == 0:
         return np.zeros(0)
+    parts = _split_apart(configs)
+    if parts is not None:
+        # The split adds a third candidate stage (stage 1) to every row of a call: price the rows with and
+        # without it apart, so the usually far more numerous even splits keep two candidates.
+        out = np.empty(configs["tp"].shape[0])
+        for rows in parts:
+            out[rows] = memory_bytes_batch(job, {k: v[rows] for k, v in configs.items()})
+        return out
     return memory_worst_stage_bytes_batch(
         job.spec, tp=configs["tp"], pp=configs["pp"], dp=configs["dp"], cp=configs["cp"], ep=configs["ep"],
         vpp=configs["vpp"], zero=configs["zero"], sequence_parallel=configs["sequence_parallel"] != 0,
         recompute=configs["recompute"], micro_batch=configs["micro_batch"], global_batch=job.global_batch,
         seq_len=job.seq_len, schedule=configs["schedule"], flash=job.flash_attention,
-        fp8=job.dtype == Precision.FP8)
+        fp8=job.dtype == Precision.FP8, account_for_embedding_and_loss=configs["account_for_embedding_and_loss"] != 0)
 
 
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:
     """Step time and MFU of every configuration via :func:`distcalc.analyze.evaluate_batch` (what
-    ``distcalc analyze`` reports). Its memory is not asked for: :func:`memory_bytes_batch` has it."""
+    ``distcalc analyze`` reports). Every column of :data:`COLUMNS` is a batch field of the same name
+    (``account_for_embedding_and_loss`` included). Its memory is not asked for: :func:`memory_bytes_batch`
+    has it."""
     from distcalc.analyze import AnalyzeOptions, evaluate_batch
 
     if configs["tp"].shape[0] == 0:

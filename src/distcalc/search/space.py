@@ -3,26 +3,32 @@
 A configuration is one value per column of :data:`COLUMNS`: the degrees ``tp, pp, dp, cp, ep``, the
 interleaving ``vpp``, the ``micro_batch``, the ``zero`` stage, the ``recompute`` and ``schedule`` codes
 (:class:`distcalc.parallel.Recompute` / :class:`distcalc.parallel.Schedule` ``.code``, i.e. indices into
-:data:`RECOMPUTE_CHOICES` / :data:`SCHEDULE_CHOICES`) and ``sequence_parallel`` (0/1).
+:data:`RECOMPUTE_CHOICES` / :data:`SCHEDULE_CHOICES`), ``sequence_parallel`` (0/1) and
+``account_for_embedding_and_loss`` (0/1; :class:`distcalc.parallel.ParallelConfig`'s field: the embedding and
+the loss take one layer slot each in the pipeline split — Megatron-Core
+``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``, Llama 3, Dubey et
+al. 2024 §3.3.2). That flag is *derived*, not searched: it is 1 exactly when the L layers cannot be cut into
+pp·vpp equal chunks (``L % (pp·vpp) != 0``) but the L + 2 slots can, else 0.
 
 The *universe* is the cartesian product of every candidate value: ``tp, cp, pp`` over the divisors of the GPU
 count N whose product divides N (``dp = N / (tp·cp·pp)``), ``ep`` over the divisors of ``dp·cp`` (MoE
-models only; ep = 1 for a dense model), ``vpp`` over the divisors of the layer count, ``micro_batch`` over
-the divisors of the global batch, and every ZeRO stage, recompute mode, sequence-parallel flag and
-schedule. The product is built in stages (degrees, then pipeline, then batch, then memory options); after
-each stage the rows breaking a rule are dropped and counted *with the multiplicity of the columns not yet
-expanded*, so ``sum(rejected) + equivalent + valid == universe``.
+models only; ep = 1 for a dense model), ``vpp`` over the divisors of the layer count L and of L + 2 (the
+embedding/loss split), ``micro_batch`` over the divisors of the global batch, and every ZeRO stage, recompute
+mode, sequence-parallel flag and schedule. The product is built in stages (degrees, then pipeline, then
+batch, then memory options); after each stage the rows breaking a rule are dropped and counted *with the
+multiplicity of the columns not yet expanded*, so ``sum(rejected) + equivalent + valid == universe``.
 
 Rules — the same as :class:`distcalc.parallel.ParallelConfig` and :func:`distcalc.parallel.validate_for_model`
 (Megatron-LM constraints; a test checks the two agree), plus the search-only rules marked (*); each is
 named in :class:`Rejections.rules`:
 
 * divisibility — every TP-sharded width (heads, KV heads, hidden, MLP and expert-MLP widths) by ``tp``;
-  ``seq_len % (2·cp)`` when cp > 1 (load-balanced CP chunks); ``num_experts % ep``; ``num_layers % (pp·vpp)``;
-  ``global_batch % (micro_batch·dp)``; with sequence parallelism ``(seq_len / cp) % tp``; and (*) for the
-  interleaved schedule the number of micro-batches ``global_batch / (micro_batch·dp)`` a multiple of ``pp``
-  (Megatron-LM's interleaved schedule requires it, Narayanan et al. 2021 §2.2;
-  :func:`distcalc.pipeline.schedule_orders`).
+  ``seq_len % (2·cp)`` when cp > 1 (load-balanced CP chunks); ``num_experts % ep``; the layers by the pipeline
+  (first by ``pp`` alone, then by ``pp·vpp``): ``L % (pp·vpp) == 0`` (even split) or, with the embedding/loss
+  split, pp > 1, ``(L + 2) % (pp·vpp) == 0`` and ``(L + 2) // pp >= 2``; ``global_batch % (micro_batch·dp)``;
+  with sequence parallelism ``(seq_len / cp) % tp``; and (*) for the interleaved schedule the number of
+  micro-batches ``global_batch / (micro_batch·dp)`` a multiple of ``pp`` (Megatron-LM's interleaved schedule
+  requires it, Narayanan et al. 2021 §2.2; :func:`distcalc.pipeline.schedule_orders`).
 * group does not fit (*) — a TP group must lie inside one node's fast tier: ``tp`` divides ``gpus_per_node``
   (when N ≥ gpus_per_node; otherwise ``tp`` divides N, which always holds).
 * incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
@@ -43,7 +49,8 @@ import numpy as np
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
-COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule")
+COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
+           "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
 ZERO_CHOICES = (0, 1, 2, 3)
@@ -102,6 +109,7 @@ class SpaceChoices:
     recompute: tuple[str, ...] = RECOMPUTE_CHOICES
     schedule: tuple[str, ...] = SCHEDULE_CHOICES
     sequence_parallel: tuple[bool, ...] = (False, True)
+    embedding_loss_split: bool = True  # False: only even splits of the layers (L % (pp·vpp) == 0)
 
 
 @dataclass
@@ -158,6 +166,21 @@ def _cross(columns: ConfigArrays, name: str, values: np.ndarray) -> ConfigArrays
     return out
 
 
+def _pipeline_fits(limits: SpaceLimits, pp: np.ndarray, chunks: np.ndarray, split: bool) -> np.ndarray:
+    """Whether the layers can be cut into ``chunks`` (pp or pp·vpp) equal pieces over ``pp`` stages: evenly
+    (``L % chunks == 0``) or, when ``split``, with the embedding and the loss taking a slot each (pp > 1,
+    ``(L + 2) % chunks == 0``, ``(L + 2) // pp >= 2``; :func:`distcalc.parallel.validate_for_model`)."""
+    ok = limits.num_layers % chunks == 0
+    if split:
+        slots = limits.num_layers + 2
+        ok |= (pp > 1) & (slots % chunks == 0) & (slots // pp >= 2)
+    return ok
+
+
+_PP_RULE = "num_layers % pp (and num_layers+2 with the embedding/loss split)"
+_PP_VPP_RULE = "num_layers % (pp*vpp) (and num_layers+2 with the embedding/loss split)"
+
+
 def _select(columns: ConfigArrays, keep: np.ndarray) -> ConfigArrays:
     return {key: col[keep] for key, col in columns.items()}
 
@@ -189,7 +212,10 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     choices = choices or SpaceChoices()
     n = int(gpus)
     divs = divisors(n)
+    split = bool(choices.embedding_loss_split)
     vpp_values = divisors(limits.num_layers)
+    if split:
+        vpp_values = np.union1d(vpp_values, divisors(limits.num_layers + 2))
     mb_values = divisors(limits.global_batch)
     zero_values = np.array(sorted(set(choices.zero)), dtype=INDEX_DTYPE)
     recompute_values = np.array([RECOMPUTE_CHOICES.index(r) for r in choices.recompute], dtype=INDEX_DTYPE)
@@ -214,7 +240,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f = _Filter(degrees, later, rejections)
     f.reject(RejectReason.DIVISIBILITY, "num_heads % tp", limits.num_heads % f.columns["tp"] != 0)
     f.reject(RejectReason.DIVISIBILITY, "num_kv_heads % tp", limits.num_kv_heads % f.columns["tp"] != 0)
-    f.reject(RejectReason.DIVISIBILITY, "num_layers % pp", limits.num_layers % f.columns["pp"] != 0)
+    f.reject(RejectReason.DIVISIBILITY, _PP_RULE, ~_pipeline_fits(limits, f.columns["pp"], f.columns["pp"], split))
     for name, width in limits.tp_sharded:
         f.reject(RejectReason.DIVISIBILITY, f"{name} % tp", width % f.columns["tp"] != 0)
     f.reject(RejectReason.DIVISIBILITY, "seq_len % (2*cp)",
@@ -229,7 +255,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     columns = _cross(_cross(columns, "vpp", vpp_values), "schedule", schedule_values)
     f = _Filter(columns, later, rejections)
     pp, vpp, schedule = columns["pp"], columns["vpp"], columns["schedule"]
-    f.reject(RejectReason.DIVISIBILITY, "num_layers % (pp*vpp)", limits.num_layers % (pp * vpp) != 0)
+    f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
     f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
     f.reject(RejectReason.INCOMPATIBLE, "vpp > 1 needs the interleaved schedule",
              (vpp > 1) & (schedule != _INTERLEAVED))
@@ -237,6 +263,9 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f.reject(None, "interleaved with vpp = 1 is 1f1b", (schedule == _INTERLEAVED) & (vpp == 1))
     f.reject(RejectReason.INCOMPATIBLE, "zero-bubble needs pp > 1", (pp == 1) & (schedule == _ZERO_BUBBLE))
     columns = f.result()
+    # The split is derived: on exactly where the layers alone cannot be cut evenly.
+    columns["account_for_embedding_and_loss"] = (
+        limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
 
     # Stage 3: micro-batch.
     later = zero_values.size * recompute_values.size * sp_values.size
@@ -265,19 +294,23 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     return Space(gpus=n, configs=ordered, universe=int(universe), rejections=rejections)
 
 
+_BOOL_COLUMNS = ("sequence_parallel", "account_for_embedding_and_loss")
+
+
 def config_values(name: str, values: np.ndarray) -> list:
-    """One column as readable values: names for recompute/schedule, bools for sequence_parallel, ints else."""
+    """One column as readable values: names for recompute/schedule, bools for sequence_parallel and
+    account_for_embedding_and_loss, ints else."""
     if name == "recompute":
         return [RECOMPUTE_CHOICES[v] for v in values.tolist()]
     if name == "schedule":
         return [SCHEDULE_CHOICES[v] for v in values.tolist()]
-    if name == "sequence_parallel":
+    if name in _BOOL_COLUMNS:
         return [bool(v) for v in values.tolist()]
     return [int(v) for v in values.tolist()]
 
 
 def config_row(configs: ConfigArrays, i: int) -> dict:
-    """Row ``i`` as a plain dict with readable values (names for recompute/schedule, bool for SP)."""
+    """Row ``i`` as a plain dict with readable values (names for recompute/schedule, bools for the flags)."""
     return {name: config_values(name, configs[name][i:i + 1])[0] for name in COLUMNS}
 
 
