@@ -88,3 +88,60 @@ def test_every_gpu_preset_has_a_compute_model(gpu):
     assert core_efficiency_from_mamf(device.peak_flops_per_s * 0.8, (8192, 8192, 8192), device.peak_flops_per_s,
                                      device.hbm_bandwidth_bytes_per_s, device.memory_efficiency, device.sm_count,
                                      device.l2_bandwidth_bytes_per_s) > 0.8
+
+
+H100 = load_device("h100-sxm")
+H100_FP8 = load_device("h100-sxm", "fp8")
+H100_MAMF_BF16 = 792.1e12  # presets/compute.yaml (Bekman, ml-engineering MAMF table)
+
+
+@settings(max_examples=80, deadline=None)
+@given(m=st.integers(1, 32768), n=st.integers(1, 32768), k=st.integers(1, 65536))
+def test_no_h100_gemm_beats_the_maximum_achievable_matmul_flops(m, n, k):
+    """MAMF is the best of a sweep over shapes: with Hopper's overlapped epilogue no shape exceeds it by more
+    than the wave-quantisation loss of the MAMF shape itself (6144×17920×2816: 3360 tiles in 26 waves of 132,
+    25.45/26 = 2.1 %), in BF16 and in FP8 (scaled with its peak). With a serial epilogue a large-k GEMM would
+    beat it by ~7 % (844 TFLOP/s at 4096×14336×8192 before this was modelled)."""
+    quantisation = (3360 / 132) / 26
+    for device, mamf in ((H100, H100_MAMF_BF16), (H100_FP8, 2 * H100_MAMF_BF16)):
+        achieved = float(gemm_efficiency(1, m, n, k, device)) * device.peak_flops_per_s
+        assert achieved <= mamf / quantisation * (1 + 1e-9)
+
+
+def test_h100_reproduces_mamf_at_its_shape_and_epilogue_overlap_is_hopper_only():
+    m, n, k = 6144, 17920, 2816
+    # (4 us of kernel overhead on a 0.78 ms GEMM is the 0.5 % left)
+    assert float(gemm_efficiency(1, m, n, k, H100)) * H100.peak_flops_per_s == pytest.approx(H100_MAMF_BF16, rel=0.01)
+    assert H100.epilogue_overlapped and not A100.epilogue_overlapped
+    # sm80: a small-k GEMM pays its epilogue after the main loop; sm90 hides it behind the next tile
+    assert float(gemm_efficiency(1, 8192, 8192, 256, A100)) < 0.8 * float(gemm_efficiency(1, 8192, 8192, 8192, A100))
+
+
+@pytest.mark.parametrize("shape", [(8192, 8192, 8192), (4096, 14336, 8192), (16384, 4096, 4096)])
+def test_fp8_halves_large_gemms_at_the_same_tile_efficiency(shape):
+    """FP8 doubles the tensor-core rate and halves the operand bytes, so a tile is exactly as L2-bound as in BF16:
+    a GPU-filling GEMM takes half the time (the same fraction of its own peak)."""
+    bf16, fp8 = float(gemm_time_s(1, *shape, H100)), float(gemm_time_s(1, *shape, H100_FP8))
+    assert fp8 == pytest.approx(bf16 / 2, rel=0.02)
+    assert H100_FP8.operand_bytes == 1 and H100.operand_bytes == 2
+
+
+def test_fp8_layer_pays_transformer_engine_cast_transpose():
+    """Under FP8 every layer GEMM's input (forward) and output gradient (backward) is cast and transposed:
+    4 bytes per element over the device's memory bandwidth, one kernel each; attention and the GEMM-free parts
+    are unchanged, and the output layer stays in 16 bit."""
+    from distcalc.compute.layer import head_times
+
+    dims = model_dims(load_model("llama3-70b"))
+    b, s, t, cp = 1, 8192, 4, 2
+    bf16 = layer_times(dims, H100, b, s, t, cp, 1, 0, 1)
+    fp8 = layer_times(dims, H100_FP8, b, s, t, cp, 1, 0, 1)
+    tokens = b * s / cp
+    widths_in = [dims.hidden, dims.heads * dims.v_head_dim / t, dims.hidden, dims.ffn / t]
+    widths_out = [dims.qkv_width / t, dims.hidden, 2 * dims.ffn / t, dims.hidden]
+    bw, launch = H100.memory_bandwidth_bytes_per_s, 4 * H100.kernel_overhead_s
+    assert float(fp8.forward_elementwise_s - bf16.forward_elementwise_s) == pytest.approx(
+        4 * tokens * sum(widths_in) / bw + launch, rel=1e-9)
+    assert float(fp8.forward_attention_s) == pytest.approx(float(bf16.forward_attention_s), rel=1e-12)
+    assert float(fp8.forward_gemm_s) < 0.55 * float(bf16.forward_gemm_s)
+    assert head_times(dims, H100_FP8, b, s, t, cp, 1) == head_times(dims, H100, b, s, t, cp, 1)

@@ -20,13 +20,18 @@ def test_weak_scaling_trend_from_64_to_2048_gpus(dtype):
 
 
 def test_known_misses_are_reported_as_they_are():
-    """Stated in README: BF16 ~11 % fast, FP8 ~10 % slow (the model gains 1.08x from FP8, the runs 1.34x)."""
+    """Stated in README: BF16 ~12 % fast, FP8 ~18 % fast; the model gains 1.43x from FP8, the runs 1.34x (before
+    FP8 operands were priced at 1 byte in the GEMM tile model it gained 1.08x and FP8 came out 10 % slow)."""
     cases = CASE_SETS["nemo-llama31-70b-h100"]()
     assert len(cases) == 12
     bf16 = [c.error for c in cases if " bf16 " in c.case]
     fp8 = [c.error for c in cases if " fp8 " in c.case]
-    assert all(-0.12 < e < -0.06 for e in bf16), bf16
-    assert all(0.06 < e < 0.13 for e in fp8), fp8
+    assert all(-0.14 < e < -0.10 for e in bf16), bf16
+    assert all(-0.21 < e < -0.15 for e in fp8), fp8
+    rows = {(r["dtype"], r["gpus"]): r for r in RESULTS}
+    predicted_gain = rows["bf16", 64]["predicted_s"] / rows["fp8", 64]["predicted_s"]
+    measured_gain = rows["bf16", 64]["measured_s"] / rows["fp8", 64]["measured_s"]
+    assert 1.3 < measured_gain < predicted_gain < 1.5, (predicted_gain, measured_gain)
 
 
 def test_fp8_attention_runs_in_16_bit():

@@ -8,13 +8,19 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
   ``2·tm·tn·k / (P·η_core·ρ(tile) / S)``; a partly filled last wave and tiles hanging over the matrix edge
   cost as much as full ones — *wave* and *tile quantisation* (NVIDIA, "Matrix Multiplication Background
   User's Guide", Deep Learning Performance docs, sections "Tile quantization" and "Wave quantization").
-* ρ(tile) = min(1, I_tile · B_L2 / P) with I_tile = tm·tn/(tm+tn) FLOP per byte of A/B tile traffic:
-  a small tile needs more L2 bandwidth per FLOP and cannot keep the tensor cores busy (same guide,
-  "Dimension quantization effects" / arithmetic intensity of tiles).
+* ρ(tile) = min(1, I_tile · B_L2 / P) with I_tile = 2·tm·tn / ((tm+tn)·e) FLOP per byte of A/B tile
+  traffic (e bytes per operand element: 2 for bf16/fp16, 1 for fp8 — each k-step of a tile loads
+  (tm+tn)·e bytes and does 2·tm·tn FLOPs): a small tile needs more L2 bandwidth per FLOP and cannot keep
+  the tensor cores busy (same guide, "Dimension quantization effects" / arithmetic intensity of tiles).
+  FP8 doubles the tensor-core rate P and halves e, so the same tile is exactly as L2-bound as in bf16.
 * The epilogue writes C (``out_bytes`` per element: 2 for bf16; 8 for a weight-gradient GEMM that
   accumulates into an fp32 ``main_grad``, read + write, Megatron-LM ``gradient_accumulation_fusion``)
-  after the main loop; on Ampere-style kernels it is not overlapped, so it adds ``C_bytes / (B_HBM·η_mem)``
-  (CUTLASS docs, "Efficient GEMM in CUDA", epilogue). This makes small-``k`` GEMMs slower per FLOP.
+  after the main loop. On Ampere-style kernels (CUTLASS 2.x multistage, sm80) it is not overlapped, so it
+  adds ``C_bytes / (B_HBM·η_mem)`` (CUTLASS docs, "Efficient GEMM in CUDA", epilogue); this makes
+  small-``k`` GEMMs slower per FLOP. Hopper and later (sm90+) cuBLAS/CUTLASS 3.x kernels are persistent
+  and warp-specialised: one consumer warp group's epilogue (a TMA store) runs while the other's main loop
+  runs (CUTLASS 3.x docs, "Efficient GEMM in CUDA", *Warp-Specialized Persistent Ping-Pong kernel*), so
+  there the epilogue costs ``max(main loop, epilogue)`` (``epilogue_overlapped`` in compute.yaml).
 * The kernel cannot run faster than streaming its operands once: time ≥ (A+B+C bytes) / (B_HBM·η_mem)
   (roofline, Williams et al. 2009). cuBLAS picks the faster of its large tiles (256×128, 128×256) for
   problems that fill the GPU, and smaller tiles only when a large-tile grid is less than one wave.
@@ -23,7 +29,12 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
 ``η_core`` is not fitted to training runs: :func:`core_efficiency_from_mamf` solves it so that this model
 reproduces the *published maximum achievable matmul FLOP/s* (MAMF) of the GPU at the best shape that
 benchmark found (Bekman, ml-engineering ``compute/accelerator/README.md``, "Maximum Achievable Matmul
-FLOPS comparison table"); all other shapes then follow from the quantisation terms.
+FLOPS comparison table"); all other shapes then follow from the quantisation terms. With an overlapped
+epilogue no shape can beat the MAMF by more than its wave-quantisation share, as the benchmark's
+definition (the best of a sweep over m, n, k) demands; with a serial epilogue a large-k GEMM may exceed
+the MAMF measured at a smaller k. For FP8 the MAMF is scaled by the dtype's peak (FP8 cuBLAS reaches
+about the same fraction of its peak as BF16: ~1.46–1.61 PFLOP/s of 1.98 on 8192³ FP8 GEMMs on H100/H800,
+tile-lang ``benchmark/matmul_fp8`` README and cuBLASLt measurements, vs 0.79 of 0.99 for BF16).
 """
 
 from __future__ import annotations
@@ -59,9 +70,14 @@ class DeviceCompute:
     kernel_overhead_s: float  #: per-kernel launch + tail time
     flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
     flash_backward_efficiency: float
-    #: the 16-bit twin that runs the attention core when the GEMMs run in FP8 (TransformerEngine keeps
-    #: dot-product attention in BF16 unless FP8 attention is asked for: ``fp8_dot_product_attention``
-    #: defaults to off in Megatron-Core / NeMo); None: attention runs at this device's rate
+    #: bytes per A/B operand element (2 for bf16/fp16, 1 for fp8): L2 tile traffic and the streaming floor
+    operand_bytes: float = 2.0
+    #: sm90+ persistent warp-specialised kernels overlap the epilogue with the next tile's main loop
+    epilogue_overlapped: bool = False
+    #: the 16-bit twin that runs the attention core and the output layer when the layer GEMMs run in FP8
+    #: (TransformerEngine keeps dot-product attention in BF16 unless FP8 attention is asked for:
+    #: ``fp8_dot_product_attention`` defaults to off in Megatron-Core / NeMo; Megatron-Core's output layer
+    #: is a plain ``ColumnParallelLinear``, not a TE module); None: they run at this device's rate
     attention: "DeviceCompute | None" = None
 
     @property
@@ -74,21 +90,22 @@ def _ceil_div(a: ArrayLike, b: float) -> ArrayLike:
     return np.ceil(np.divide(a, b))
 
 
-def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float) -> float:
-    """ρ(tile) = min(1, I_tile·B_L2/P), I_tile = tm·tn/(tm+tn) FLOP/byte (bf16 operands)."""
-    intensity = tm * tn / (tm + tn)
+def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float,
+                    operand_bytes: float = 2.0) -> float:
+    """ρ(tile) = min(1, I_tile·B_L2/P), I_tile = 2·tm·tn/((tm+tn)·e) FLOP/byte (e bytes per operand)."""
+    intensity = 2.0 * tm * tn / ((tm + tn) * operand_bytes)
     return min(1.0, intensity * l2_bandwidth_bytes_per_s / peak_flops_per_s)
 
 
 def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
-                     peak_flops_per_s: float, l2_bandwidth: float) -> ArrayLike:
+                     peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float = 2.0) -> ArrayLike:
     """Main-loop time at η_core = 1 of the tile cuBLAS would pick: the fastest of the large tiles
     (:data:`LARGE_TILES`); the small tiles only when a large-tile grid does not fill one wave of SMs
     (cuBLAS heuristics trade tile efficiency against quantisation only for small problems)."""
     best_large = best_small = None
     large_tiles_max = None
     for tm, tn in TILES:
-        rho = tile_efficiency(tm, tn, peak_flops_per_s, l2_bandwidth)
+        rho = tile_efficiency(tm, tn, peak_flops_per_s, l2_bandwidth, operand_bytes)
         tiles = np.multiply(batch, _ceil_div(m, tm) * _ceil_div(n, tn))
         waves = _ceil_div(tiles, sm_count)
         time = waves * (2.0 * tm * tn) * np.asarray(k, dtype=float) * sm_count / (peak_flops_per_s * rho)
@@ -101,14 +118,18 @@ def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
 
 
 def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
-                in_bytes: ArrayLike = 2, out_bytes: ArrayLike = 2) -> ArrayLike:
-    """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty."""
+                in_bytes: ArrayLike | None = None, out_bytes: ArrayLike = 2) -> ArrayLike:
+    """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty.
+    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8)."""
+    if in_bytes is None:
+        in_bytes = device.operand_bytes
     mainloop = _mainloop_time_s(batch, m, n, k, device.sm_count, device.peak_flops_per_s,
-                                device.l2_bandwidth_bytes_per_s) / device.gemm_core_efficiency
+                                device.l2_bandwidth_bytes_per_s, device.operand_bytes) / device.gemm_core_efficiency
     bw = device.memory_bandwidth_bytes_per_s
     c_bytes = np.multiply(batch, np.multiply(m, n)) * np.asarray(out_bytes, dtype=float)
     ab_bytes = np.multiply(batch, np.multiply(m, k) + np.multiply(k, n)) * np.asarray(in_bytes, dtype=float)
-    compute = mainloop + c_bytes / bw
+    epilogue = c_bytes / bw
+    compute = np.maximum(mainloop, epilogue) if device.epilogue_overlapped else mainloop + epilogue
     stream = (ab_bytes + c_bytes) / bw
     work = np.multiply(batch, np.multiply(np.multiply(m, n), k))
     return np.where(work > 0, np.maximum(compute, stream) + device.kernel_overhead_s, 0.0)
@@ -129,13 +150,15 @@ def elementwise_time_s(bytes_moved: ArrayLike, device: DeviceCompute, kernels: A
 
 def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, int], peak_flops_per_s: float,
                               hbm_bandwidth_bytes_per_s: float, memory_efficiency: float, sm_count: int,
-                              l2_bandwidth_bytes_per_s: float) -> float:
+                              l2_bandwidth_bytes_per_s: float, operand_bytes: float = 2.0,
+                              epilogue_overlapped: bool = False) -> float:
     """Solve η_core so that :func:`gemm_time_s` of the MAMF benchmark's best ``(m, n, k)`` equals
-    ``2mnk / MAMF``. (The epilogue and the main loop add: t = t_main(η=1)/η_core + C/(B·η_mem).)"""
+    ``2mnk / MAMF``. (Serial epilogue: t = t_main(η=1)/η_core + C/(B·η_mem); overlapped: t = t_main/η_core
+    when the main loop is the longer, which it is at any shape a MAMF sweep would pick.)"""
     m, n, k = shape
     measured_s = 2.0 * m * n * k / mamf_flops_per_s
-    epilogue_s = m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
-    main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s))
+    epilogue_s = 0.0 if epilogue_overlapped else m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
+    main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s, operand_bytes))
     if measured_s <= epilogue_s:
         raise ConfigError(f"MAMF {mamf_flops_per_s:.3g} FLOP/s is inconsistent with the HBM bandwidth")
     return min(1.0, main_s / (measured_s - epilogue_s))
@@ -169,15 +192,28 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     sm = int(entry["sm_count"])
     l2 = float(entry["l2_bandwidth_bytes_per_s"])
     mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / _peak_for_dtype(gpu, "bf16")
-    core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2)
+    operand_bytes = 1.0 if _is_fp8(dtype) else 2.0
+    overlapped = bool(entry.get("epilogue_overlapped", False))
+    core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
+                                     overlapped)
     return DeviceCompute(
         name=name, peak_flops_per_s=peak, hbm_bandwidth_bytes_per_s=hbm, sm_count=sm,
         l2_bandwidth_bytes_per_s=l2, gemm_core_efficiency=core, memory_efficiency=mem_eff,
         kernel_overhead_s=float(entry["kernel_overhead_s"]),
         flash_forward_efficiency=float(entry["flash_forward_efficiency"]),
         flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
-        attention=load_device(gpu, "bf16") if str(getattr(dtype, "value", dtype)).lower() == "fp8" else None,
+        operand_bytes=operand_bytes, epilogue_overlapped=overlapped,
+        attention=load_device(gpu, "bf16") if _is_fp8(dtype) else None,
     )
+
+
+def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
+    """The device that runs 16-bit work: the FP8 device's BF16 twin, else the device itself."""
+    return device.attention or device
+
+
+def _is_fp8(dtype: Any) -> bool:
+    return str(getattr(dtype, "value", dtype)).lower() == "fp8"
 
 
 def _peak_for_dtype(gpu: Any, dtype: str) -> float:

@@ -22,6 +22,15 @@ al. 2022 §4.2.2):
   6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
   6 B backward; SwiGLU 6 B / 10 B per f-element. RoPE on q and k: 4 B each way.
 
+FP8 (``device.operand_bytes == 1``; TransformerEngine, Micikevicius et al. 2022 "FP8 Formats for Deep
+Learning"): an FP8 GEMM needs its operands quantised, and Hopper's FP8 tensor cores take only the TN
+layout, so the weight-gradient GEMM needs the transposed FP8 copies (cuBLASLt docs, FP8 matmul: "A must be
+transposed and B non-transposed"). TE's ``cast_transpose`` reads the 16-bit tensor once and writes the FP8
+tensor and its transpose: 4 bytes per element. Every layer GEMM's input is quantised that way in the
+forward pass and every output gradient in the backward pass (TE fuses some forward casts into the norm or
+the activation, which saves ≤ 2 of those 4 bytes there; not credited). Weights are quantised once per step
+and cached across micro-batches (not counted); amax reductions are negligible.
+
 Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
 FlashAttention, whose backward already recomputes); full re-runs the layer's forward.
 """
@@ -33,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s
+from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 
 ArrayLike = Any
@@ -41,6 +50,8 @@ ArrayLike = Any
 #: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
 WGRAD_ACCUMULATE_BYTES = 8.0
 ACT_BYTES = 2.0  # bf16/fp16 activations
+#: bytes per element of TransformerEngine's FP8 cast_transpose: read 16-bit, write FP8 and its transpose
+FP8_CAST_TRANSPOSE_BYTES = 4.0
 
 
 @dataclass(frozen=True)
@@ -74,7 +85,7 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
                     cp: ArrayLike, flash: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
     precision also under FP8 training (``device.attention``)."""
-    device = device.attention or device
+    device = sixteen_bit(device)
     heads = np.divide(dims.heads, t)
     sq = np.divide(s, cp)
     batch = np.multiply(b, heads)
@@ -130,9 +141,13 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         permute_bytes = 0.0
 
     fwd_gemm = dgrad = wgrad = 0.0
+    gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
     for batch, mm, nn, kk in gemms:
         f, dg, wg = _gemm_fwd_bwd(batch, mm, nn, kk, device)
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
+        gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
+        gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
+    fp8_casts = len(gemms) if device.operand_bytes == 1 else 0
 
     attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
 
@@ -142,7 +157,10 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         if dims.rope else 0.0
     fwd_bytes = stream * (2 * 4.0 + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * 4.0 + permute_bytes
     bwd_bytes = stream * (2 * 8.0 + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * 4.0 + permute_bytes
-    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0)
+    if fp8_casts:
+        fwd_bytes = fwd_bytes + FP8_CAST_TRANSPOSE_BYTES * gemm_inputs
+        bwd_bytes = bwd_bytes + FP8_CAST_TRANSPOSE_BYTES * gemm_outputs
+    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts
     fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
     bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
 
@@ -171,8 +189,10 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     """Embedding lookup (write Tₑ·h; backward: PyTorch's dense embedding gradient — zero and write the
     V/t × h table in 16 bit, read it and accumulate into the fp32 ``main_grad``: 14 bytes per table
     element, plus reading the T·h output gradient), final norm, logits GEMM ``(1, T, V/t, h)`` with its two
-    backward GEMMs, and the vocabulary-parallel cross-entropy in fp32 (unfused PyTorch ops: ~20 bytes per
-    logit forward, ~10 backward; Megatron-LM ``tensor_parallel/cross_entropy.py``)."""
+    backward GEMMs (16-bit also under FP8 training: :func:`~distcalc.compute.device.sixteen_bit`), and the
+    vocabulary-parallel cross-entropy in fp32 (unfused PyTorch ops: ~20 bytes per logit forward, ~10
+    backward; Megatron-LM ``tensor_parallel/cross_entropy.py``)."""
+    device = sixteen_bit(device)
     tokens = np.multiply(micro_batch, np.divide(seq_len, cp))
     sp = np.asarray(sequence_parallel) != 0
     stream = np.where(sp, np.divide(tokens, tp), tokens) * dims.hidden

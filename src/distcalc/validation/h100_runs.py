@@ -9,8 +9,10 @@ parallelism, FlashAttention, distributed optimizer with overlapped gradient redu
 all-gather (``overlap_grad_sync``, ``overlap_param_sync``), TransformerEngine userbuffer TP overlap
 (``ub_tp_comm_overlap``) and overlapped pipeline P2P (``overlap_p2p_comm``) — so the options are
 ``tp_overlap_efficiency`` 1 (every TP collective distcalc counts as overlappable hidden behind its GEMM)
-and ``pipeline_p2p_overlap``. distcalc has no model of the SMs that userbuffer overlap takes from the GEMMs,
-nor of FP8 casts; the tolerance is the Table 5 one (6 %).
+and ``pipeline_p2p_overlap``. FP8 prices 1-byte operands in the GEMM tile model and TransformerEngine's
+cast-transpose kernels (:mod:`distcalc.compute.layer`). distcalc has no model of the SMs that userbuffer
+overlap takes from the GEMMs, nor of the H100's sustained clock under load; the tolerance is the Table 5
+one (6 %).
 """
 
 from __future__ import annotations
