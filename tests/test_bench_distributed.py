@@ -225,9 +225,9 @@ def test_cli_training_json():
     assert payload["mode"] == "pp" and payload["counted_bytes"] == payload["predicted_bytes"]
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="NCCL needs CUDA")
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="an NCCL sweep needs two GPUs (one per rank)")
 def test_nccl_sweep_on_gpus():
-    world = min(2, torch.cuda.device_count())
+    world = 2
     job = {"backend": "nccl", "tasks": [{"kind": "collectives", "config": {
         "sizes": [1024, 1 << 20], "collectives": ["all-reduce", "all-gather"], "warmup": 2, "trials": 3}}]}
     rows = launch_local(job, world, timeout_s=120)[0][0]
@@ -239,6 +239,9 @@ def test_nccl_backend_refused_without_cuda():
 
     if torch.cuda.is_available():
         assert choose_backend("nccl") == "nccl"
+        with pytest.raises(BenchError, match="one GPU per rank"):
+            choose_backend("nccl", torch.cuda.device_count() + 1)
+        assert choose_backend("auto", torch.cuda.device_count() + 1) == "gloo"
     else:
         with pytest.raises(BenchError, match="nccl"):
             choose_backend("nccl")

@@ -19,19 +19,18 @@ def test_weak_scaling_trend_from_64_to_2048_gpus(dtype):
     assert abs(predicted - measured) <= 0.015, (predicted, measured)
 
 
-def test_known_misses_are_reported_as_they_are():
-    """Stated in README: BF16 ~12 % fast, FP8 ~18 % fast; the model gains 1.43x from FP8, the runs 1.34x (before
-    FP8 operands were priced at 1 byte in the GEMM tile model it gained 1.08x and FP8 came out 10 % slow)."""
+def test_every_run_within_six_percent_once_gemms_are_power_limited():
+    """With the H100's measured sustained GEMM rates (677 TFLOP/s BF16, 1218 FP8 under the 700 W cap, not
+    fitted to these rows) BF16 lands 1.2-1.9 % fast and FP8 2.6-5.2 % fast; before, from the burst MAMF,
+    they were ~12 % and ~18 % fast. The model's FP8 gain is 1.37x against 1.34x measured."""
     cases = CASE_SETS["nemo-llama31-70b-h100"]()
     assert len(cases) == 12
-    bf16 = [c.error for c in cases if " bf16 " in c.case]
-    fp8 = [c.error for c in cases if " fp8 " in c.case]
-    assert all(-0.14 < e < -0.10 for e in bf16), bf16
-    assert all(-0.21 < e < -0.15 for e in fp8), fp8
+    assert all(c.passed for c in cases), [(c.case, c.error) for c in cases]
+    assert all(-0.06 < c.error < 0 for c in cases)  # still on the fast side: userbuffer SMs are not modelled
     rows = {(r["dtype"], r["gpus"]): r for r in RESULTS}
     predicted_gain = rows["bf16", 64]["predicted_s"] / rows["fp8", 64]["predicted_s"]
     measured_gain = rows["bf16", 64]["measured_s"] / rows["fp8", 64]["measured_s"]
-    assert 1.3 < measured_gain < predicted_gain < 1.5, (predicted_gain, measured_gain)
+    assert predicted_gain == pytest.approx(measured_gain, rel=0.04), (predicted_gain, measured_gain)
 
 
 def test_fp8_attention_runs_in_16_bit():

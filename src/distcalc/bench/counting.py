@@ -63,7 +63,11 @@ class CountingComm:
         self._counts: dict[tuple[CommOp, str], OpCount] = defaultdict(OpCount)
 
     # -- bookkeeping --------------------------------------------------------------------------------------
-    def _record(self, op: CommOp, size_bytes: int, tag: str) -> None:
+    def _record(self, op: CommOp, size_bytes: int, tag: str, group: Any = None) -> None:
+        """Count one call. A group of one rank sends nothing (design.md §2: N = 1 costs 0), so its calls —
+        which torch still makes, as local copies — are not counted, as distcalc predicts none."""
+        if self._dist.get_world_size(group) < 2:
+            return
         entry = self._counts[(op, tag)]
         entry.calls += 1
         entry.bytes += int(size_bytes)
@@ -94,38 +98,38 @@ class CountingComm:
 
     # -- collectives --------------------------------------------------------------------------------------
     def all_reduce(self, tensor: Any, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.ALL_REDUCE, tensor_bytes(tensor), tag)
+        self._record(CommOp.ALL_REDUCE, tensor_bytes(tensor), tag, group)
         self._dist.all_reduce(tensor, group=group)
 
     def reduce_scatter(self, output: Any, input: Any, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.REDUCE_SCATTER, tensor_bytes(input), tag)
+        self._record(CommOp.REDUCE_SCATTER, tensor_bytes(input), tag, group)
         scatter = getattr(self._dist, "reduce_scatter_single", None) or self._dist.reduce_scatter_tensor
         scatter(output, input, group=group)
 
     def all_gather(self, output: Any, input: Any, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.ALL_GATHER, tensor_bytes(output), tag)
+        self._record(CommOp.ALL_GATHER, tensor_bytes(output), tag, group)
         gather = getattr(self._dist, "all_gather_single", None) or self._dist.all_gather_into_tensor
         gather(output, input, group=group)
 
     def broadcast(self, tensor: Any, src: int, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.BROADCAST, tensor_bytes(tensor), tag)
+        self._record(CommOp.BROADCAST, tensor_bytes(tensor), tag, group)
         self._dist.broadcast(tensor, src, group=group)
 
     def reduce(self, tensor: Any, dst: int, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.REDUCE, tensor_bytes(tensor), tag)
+        self._record(CommOp.REDUCE, tensor_bytes(tensor), tag, group)
         self._dist.reduce(tensor, dst, group=group)
 
     def all_to_all(self, output: Any, input: Any, *, group: Any = None, tag: str = "") -> None:
-        self._record(CommOp.ALL_TO_ALL, tensor_bytes(input), tag)
+        self._record(CommOp.ALL_TO_ALL, tensor_bytes(input), tag, group)
         self._dist.all_to_all_single(output, input, group=group)
 
     # -- point to point -----------------------------------------------------------------------------------
     def isend(self, tensor: Any, dst: int, *, group: Any = None, tag: str = "") -> Any:
-        self._record(CommOp.SEND, tensor_bytes(tensor), tag)
+        self._record(CommOp.SEND, tensor_bytes(tensor), tag, group)
         return self._dist.isend(tensor, dst, group=group)
 
     def irecv(self, tensor: Any, src: int, *, group: Any = None, tag: str = "") -> Any:
-        self._record(CommOp.RECV, tensor_bytes(tensor), tag)
+        self._record(CommOp.RECV, tensor_bytes(tensor), tag, group)
         return self._dist.irecv(tensor, src, group=group)
 
     def send(self, tensor: Any, dst: int, *, group: Any = None, tag: str = "") -> None:

@@ -74,17 +74,23 @@ def _fault_hook(rank: int) -> ProgressFn:
     return hook
 
 
-def choose_backend(requested: str = "auto") -> str:
-    """``nccl`` when CUDA is available, else ``gloo`` (``auto``); an explicit choice is checked."""
+def choose_backend(requested: str = "auto", local_ranks: int = 1) -> str:
+    """``nccl`` when CUDA is available with one GPU for each of the ``local_ranks`` ranks on this node, else
+    ``gloo`` (``auto``); an explicit choice is checked (NCCL refuses two ranks on one GPU)."""
     import torch
     import torch.distributed as dist
 
-    if requested == "auto":
-        return "nccl" if torch.cuda.is_available() and dist.is_nccl_available() else "gloo"
-    if requested == "nccl" and not (torch.cuda.is_available() and dist.is_nccl_available()):
-        raise BenchError("backend 'nccl' needs CUDA and an NCCL build of torch; use --backend gloo on this machine")
-    if requested not in ("gloo", "nccl"):
+    if requested not in ("auto", "gloo", "nccl"):
         raise BenchError(f"backend {requested!r} is not valid; valid: auto, gloo, nccl")
+    cuda = torch.cuda.is_available() and dist.is_nccl_available()
+    gpus = torch.cuda.device_count() if cuda else 0
+    if requested == "auto":
+        return "nccl" if cuda and gpus >= local_ranks else "gloo"
+    if requested == "nccl" and not cuda:
+        raise BenchError("backend 'nccl' needs CUDA and an NCCL build of torch; use --backend gloo on this machine")
+    if requested == "nccl" and gpus < local_ranks:
+        raise BenchError(f"backend 'nccl' needs one GPU per rank: {local_ranks} ranks on this node but {gpus} "
+                         f"GPU(s); use --nproc {gpus} or --backend gloo")
     return requested
 
 

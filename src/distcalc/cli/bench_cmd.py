@@ -50,8 +50,9 @@ def _run(job: dict[str, Any], nproc: Optional[int], timeout: float, label: str,
     from distcalc.bench.launcher import launch_local, run_in_this_process, torchrun_environment
     from distcalc.bench.worker import choose_backend
 
-    job["backend"] = choose_backend(job.get("backend", "auto"))
     environment = torchrun_environment()
+    local_ranks = nproc or (environment["local_world_size"] if environment is not None else 2)
+    job["backend"] = choose_backend(job.get("backend", "auto"), local_ranks)
     if environment is not None and nproc is None:
         with _progress(show_progress and environment["rank"] == 0, label) as progress:
             rank, results = run_in_this_process(job, progress)

@@ -15,30 +15,40 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
   FP8 doubles the tensor-core rate P and halves e, so the same tile is exactly as L2-bound as in bf16.
 * The epilogue writes C (``out_bytes`` per element: 2 for bf16; 8 for a weight-gradient GEMM that
   accumulates into an fp32 ``main_grad``, read + write, Megatron-LM ``gradient_accumulation_fusion``)
-  after the main loop. On Ampere-style kernels (CUTLASS 2.x multistage, sm80) it is not overlapped, so it
-  adds ``C_bytes / (B_HBM·η_mem)`` (CUTLASS docs, "Efficient GEMM in CUDA", epilogue); this makes
-  small-``k`` GEMMs slower per FLOP. Hopper and later (sm90+) cuBLAS/CUTLASS 3.x kernels are persistent
-  and warp-specialised: one consumer warp group's epilogue (a TMA store) runs while the other's main loop
-  runs (CUTLASS 3.x docs, "Efficient GEMM in CUDA", *Warp-Specialized Persistent Ping-Pong kernel*), so
-  there the epilogue costs ``max(main loop, epilogue)`` (``epilogue_overlapped`` in compute.yaml).
+  after the main loop. It adds ``C_bytes / (B_HBM·η_mem)`` (CUTLASS docs, "Efficient GEMM in CUDA",
+  epilogue); this makes small-``k`` GEMMs slower per FLOP. CUTLASS 3.x has persistent warp-specialised
+  *ping-pong* kernels that overlap one tile's epilogue with the next tile's main loop (CUTLASS 3.x docs,
+  *Warp-Specialized Persistent Ping-Pong kernel*) — ``epilogue_overlapped`` in compute.yaml prices that as
+  ``max(main loop, epilogue)`` — but the cuBLAS kernels PyTorch calls on H100 do not behave so: measured
+  here, 8192×8192×k BF16 runs at 384 TFLOP/s for k = 256 and 682 for k = 1024 (serial epilogue: 456 and
+  670 predicted; overlapped: 566 and 767), so every preset uses the serial form.
 * The kernel cannot run faster than streaming its operands once: time ≥ (A+B+C bytes) / (B_HBM·η_mem)
   (roofline, Williams et al. 2009). cuBLAS picks the faster of its large tiles (256×128, 128×256) for
   problems that fill the GPU, and smaller tiles only when a large-tile grid is less than one wave.
 * Each kernel costs at least ``kernel_overhead_s`` (launch and tail).
+* **Power limit.** A GPU that runs tensor-core work back to back reaches its board power limit and lowers
+  its SM clock (NVML throttle reason "SW power cap"), so a training step's GEMMs cannot run faster than
+  ``P_power`` FLOP/s whatever their shape: time ≥ ``2·batch·m·n·k / P_power``. ``P_power`` is the
+  *sustained* throughput of a large GEMM (8192³, 20 s back to back) measured on the GPU itself
+  (``power_limited_flops_per_s`` in compute.yaml, per dtype; ``benchmarks/gpu_kernels.py``). Measured in
+  this project on one H100 SXM 80GB (700 W): 677 TFLOP/s BF16 and 1218 TFLOP/s FP8 sustained, the SM clock
+  down from 1980 to 1275–1770 MHz, while the same BF16 GEMM ran at 773 TFLOP/s from an idle GPU; on one
+  H200: 665 and 1207. Energy per FLOP is about shape-independent, so the cap binds the GPU-filling GEMMs and
+  leaves the slower, quantisation-bound ones as the tile model prices them. GPUs without a measured
+  ``P_power`` have no cap (infinite).
 
 ``η_core`` is not fitted to training runs: :func:`core_efficiency_from_mamf` solves it so that this model
 reproduces the *published maximum achievable matmul FLOP/s* (MAMF) of the GPU at the best shape that
 benchmark found (Bekman, ml-engineering ``compute/accelerator/README.md``, "Maximum Achievable Matmul
-FLOPS comparison table"); all other shapes then follow from the quantisation terms. With an overlapped
-epilogue no shape can beat the MAMF by more than its wave-quantisation share, as the benchmark's
-definition (the best of a sweep over m, n, k) demands; with a serial epilogue a large-k GEMM may exceed
-the MAMF measured at a smaller k. For FP8 the MAMF is scaled by the dtype's peak (FP8 cuBLAS reaches
-about the same fraction of its peak as BF16: ~1.46–1.61 PFLOP/s of 1.98 on 8192³ FP8 GEMMs on H100/H800,
-tile-lang ``benchmark/matmul_fp8`` README and cuBLASLt measurements, vs 0.79 of 0.99 for BF16).
+FLOPS comparison table"); all other shapes then follow from the quantisation terms. The MAMF is a burst
+figure (the best of a short sweep), so it sets the clock-unlimited main loop; the power limit above is
+what bounds sustained work. For FP8 the MAMF is scaled by the dtype's peak (the same main-loop fraction of
+peak); the FP8 power limit is measured on its own.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,6 +89,8 @@ class DeviceCompute:
     #: ``fp8_dot_product_attention`` defaults to off in Megatron-Core / NeMo; Megatron-Core's output layer
     #: is a plain ``ColumnParallelLinear``, not a TE module); None: they run at this device's rate
     attention: "DeviceCompute | None" = None
+    #: P_power: sustained tensor-core FLOP/s under the board power limit (inf: not measured, no cap)
+    power_limited_flops_per_s: float = float("inf")
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -132,7 +144,8 @@ def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, devi
     compute = np.maximum(mainloop, epilogue) if device.epilogue_overlapped else mainloop + epilogue
     stream = (ab_bytes + c_bytes) / bw
     work = np.multiply(batch, np.multiply(np.multiply(m, n), k))
-    return np.where(work > 0, np.maximum(compute, stream) + device.kernel_overhead_s, 0.0)
+    power = 2.0 * work / device.power_limited_flops_per_s
+    return np.where(work > 0, np.maximum(np.maximum(compute, stream), power) + device.kernel_overhead_s, 0.0)
 
 
 def gemm_efficiency(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
@@ -164,6 +177,7 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
     return min(1.0, main_s / (measured_s - epilogue_s))
 
 
+@functools.lru_cache(maxsize=1)
 def _load_table() -> dict[str, Any]:
     path = Path(__file__).resolve().parents[1] / "presets" / "compute.yaml"
     return yaml.safe_load(path.read_text())
@@ -204,7 +218,16 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
         operand_bytes=operand_bytes, epilogue_overlapped=overlapped,
         attention=load_device(gpu, "bf16") if _is_fp8(dtype) else None,
+        power_limited_flops_per_s=_power_limit(entry, dtype),
     )
+
+
+def _power_limit(entry: dict[str, Any], dtype: Any) -> float:
+    """Measured sustained FLOP/s for ``dtype`` (fp16 shares bf16's tensor-core rate); inf where unmeasured."""
+    limits = entry.get("power_limited_flops_per_s") or {}
+    key = str(getattr(dtype, "value", dtype)).lower()
+    value = limits.get(key, limits.get("bf16") if key == "fp16" else None)
+    return float(value) if value is not None else float("inf")
 
 
 def sixteen_bit(device: DeviceCompute) -> DeviceCompute:

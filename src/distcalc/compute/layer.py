@@ -81,6 +81,19 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     return fwd, dgrad, wgrad
 
 
+def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: ArrayLike, kv_len: ArrayLike,
+                          head_dim: int, v_head_dim: int, causal: bool = True) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
+    ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
+    (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
+    §3) at ``P·η_bwd``; plus one kernel overhead each."""
+    flops = (0.5 if causal else 1.0) * 2.0 * np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float))) \
+        * (head_dim + v_head_dim)
+    forward = flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
+    backward = 2.5 * flops / (device.peak_flops_per_s * device.flash_backward_efficiency) + device.kernel_overhead_s
+    return forward, backward
+
+
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
                     cp: ArrayLike, flash: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
@@ -101,11 +114,7 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el
-    # FlashAttention: causal forward FLOPs = ½ · 2·2·(s/cp)·s·d per (batch·head)
-    flash_fwd_flops = 0.5 * 2.0 * batch * sq * np.asarray(s, dtype=float) * (d + dv)
-    flash_fwd = flash_fwd_flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
-    flash_bwd = 2.5 * flash_fwd_flops / (device.peak_flops_per_s * device.flash_backward_efficiency) \
-        + device.kernel_overhead_s
+    flash_fwd, flash_bwd = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 

@@ -17,6 +17,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.memory_cases",
     "distcalc.validation.end_to_end",
     "distcalc.validation.h100_runs",
+    "distcalc.validation.gpu_kernels",
 )
 
 

@@ -10,9 +10,10 @@ all-gather (``overlap_grad_sync``, ``overlap_param_sync``), TransformerEngine us
 (``ub_tp_comm_overlap``) and overlapped pipeline P2P (``overlap_p2p_comm``) — so the options are
 ``tp_overlap_efficiency`` 1 (every TP collective distcalc counts as overlappable hidden behind its GEMM)
 and ``pipeline_p2p_overlap``. FP8 prices 1-byte operands in the GEMM tile model and TransformerEngine's
-cast-transpose kernels (:mod:`distcalc.compute.layer`). distcalc has no model of the SMs that userbuffer
-overlap takes from the GEMMs, nor of the H100's sustained clock under load; the tolerance is the Table 5
-one (6 %).
+cast-transpose kernels (:mod:`distcalc.compute.layer`). The H100's GEMMs run at its measured sustained,
+power-limited rate (``power_limited_flops_per_s``: 677 TFLOP/s BF16, 1218 FP8, one 8192³ GEMM on one H100
+— not these runs); before that term the model was 12 % (BF16) and 18 % (FP8) fast. distcalc has no model of
+the SMs that userbuffer overlap takes from the GEMMs; the tolerance is the Table 5 one (6 %).
 """
 
 from __future__ import annotations

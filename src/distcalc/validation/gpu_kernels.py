@@ -1,0 +1,89 @@
+"""Kernel times measured by distcalc on lent GPUs (``gpu-kernels``) against the compute model.
+
+``data/validation/distcalc2026_gpu_kernels.csv`` was written by ``benchmarks/gpu_kernels.py`` (one H100 SXM
+80GB and one H200, 2026-11-24; raw files in ``docs/measurements``) after a power-limit preheat, so every
+kernel ran in the state a training step runs in. Two numbers of it set model constants — the *sustained*
+8192³ throughput per GPU and dtype is ``power_limited_flops_per_s`` in ``presets/compute.yaml`` — and are
+therefore not cases here. Everything else was measured, not fitted:
+
+* GEMMs of a Llama-3-70B layer (forward, input and weight gradient, TP 1–8, 4096 and 8192 tokens; BF16
+  and FP8 via ``torch._scaled_mm``): the mean and worst error per GPU and dtype, and the short-k, skinny and
+  large square shapes one by one. Squares below 2048 are not cases: back-to-back ``torch.matmul`` calls of
+  under ~20 µs are paced by PyTorch's host dispatch, not by the GPU (1.9 TFLOP/s at 256³).
+* Fused causal / non-causal attention through cuDNN, the backend TransformerEngine (Megatron-Core, NeMo)
+  uses on Hopper, forward and backward; PyTorch's own FlashAttention-2 kernels, 2× slower on H100, are in
+  the CSV but are not what the model describes.
+* Streaming elementwise kernels (copy, add, RMSNorm, SwiGLU) priced by bytes at ``η_mem`` of HBM bandwidth.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from distcalc.compute.device import elementwise_time_s, gemm_time_s, load_device
+from distcalc.compute.layer import flash_attention_times
+from distcalc.validation.base import CaseSet, ValidationCase, read_validation_csv
+
+CSV = "distcalc2026_gpu_kernels.csv"
+SOURCE = "distcalc measurements, benchmarks/gpu_kernels.py (H100 SXM 80GB, H200; 2026-11-24)"
+
+
+def _predicted_s(row: dict[str, str]) -> float:
+    device = load_device(row["gpu"], row["dtype"])
+    if row["kind"] == "gemm":
+        return float(gemm_time_s(1, int(row["m"]), int(row["n"]), int(row["k"]), device))
+    if row["kind"] == "attention":
+        d = int(row["head_dim"])
+        forward, backward = flash_attention_times(device, int(row["heads"]), int(row["seq"]), int(row["kv_seq"]),
+                                                  d, d, causal=row["causal"] == "1")
+        return float(forward if row["op"] == "forward" else backward)
+    return float(elementwise_time_s(float(row["bytes"]), device, 1))
+
+
+def _label(row: dict[str, str]) -> str:
+    if row["kind"] == "gemm":
+        return f"{row['gpu']} {row['dtype']} GEMM {row['m']}x{row['n']}x{row['k']} ({row['set']})"
+    if row["kind"] == "attention":
+        mask = "causal" if row["causal"] == "1" else "full"
+        return (f"{row['gpu']} attention {row['op']} {row['heads']} heads {row['seq']}x{row['kv_seq']} {mask} "
+                f"({row['backend']})")
+    return f"{row['gpu']} {row['name']} ({row['bytes']} B)"
+
+
+def gemm_layer_errors() -> dict[tuple[str, str], np.ndarray]:
+    """Relative errors (predicted/measured − 1) of the Llama-3-70B layer GEMMs per (gpu, dtype)."""
+    errors: dict[tuple[str, str], list[float]] = {}
+    for row in read_validation_csv(CSV):
+        if row["kind"] == "gemm" and row["set"] == "llama3-70b":
+            errors.setdefault((row["gpu"], row["dtype"]), []).append(_predicted_s(row) / float(row["time_s"]) - 1)
+    return {key: np.array(value) for key, value in errors.items()}
+
+
+def _cases() -> list[ValidationCase]:
+    cases = []
+    for (gpu, dtype), err in gemm_layer_errors().items():
+        note = f"{len(err)} GEMMs: qkv, out-proj, mlp-up, mlp-down x fwd/dgrad/wgrad x TP 1,2,4,8 x T 4096,8192"
+        cases += [
+            ValidationCase(f"{gpu} {dtype} layer GEMMs mean error", 100 * float(err.mean()), 0.0, "%", "absolute",
+                           5.0, note, "measured"),
+            ValidationCase(f"{gpu} {dtype} layer GEMMs mean |error|", 100 * float(np.abs(err).mean()), 0.0, "%",
+                           "absolute", 6.0, note, "measured"),
+            ValidationCase(f"{gpu} {dtype} layer GEMMs worst |error|", 100 * float(np.abs(err).max()), 0.0, "%",
+                           "absolute", 20.0, note, "measured"),
+        ]
+    for row in read_validation_csv(CSV):
+        kind = row["kind"]
+        if kind == "gemm" and (row["set"] == "llama3-70b" or (row["set"] == "square" and int(row["m"]) < 2048)):
+            continue
+        if kind == "sustained" or (kind == "attention" and row["backend"] != "cudnn"):
+            continue
+        tolerance = {"gemm": 0.15, "attention": 0.20, "elementwise": 0.30}[kind]
+        cases.append(ValidationCase(_label(row), _predicted_s(row) * 1e6, float(row["time_s"]) * 1e6, "us",
+                                    "relative", tolerance, kind="measured"))
+    return cases
+
+
+CASE_SETS = (
+    CaseSet("gpu-kernels", "GEMM, fused-attention and elementwise kernel times measured on an H100 and an H200",
+            SOURCE, _cases),
+)
