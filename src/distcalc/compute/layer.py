@@ -87,8 +87,8 @@ def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: 
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
     (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
     §3) at ``P·η_bwd``; plus one kernel overhead each."""
-    flops = (0.5 if causal else 1.0) * 2.0 * np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float))) \
-        * (head_dim + v_head_dim)
+    pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
+    flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
     forward = flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
     backward = 2.5 * flops / (device.peak_flops_per_s * device.flash_backward_efficiency) + device.kernel_overhead_s
     return forward, backward
