@@ -4,22 +4,24 @@ times to JSON (one file, with the device, driver, clocks and versions it ran on)
     PYTHONPATH=src python3 benchmarks/gpu_kernels.py --output kernels.json            # on a GPU
     PYTHONPATH=src python3 benchmarks/gpu_kernels.py --quick --output /tmp/k.json     # CPU smoke run
 
-What is measured (all with random normal data, never zeros; CUDA events around each call; ``warmup``
-untimed calls, then ``trials`` timed calls, median reported with p10/p90 — nccl-tests / triton
-``do_bench`` conventions):
+What is measured (all with random normal data, never zeros; ``warmup`` untimed calls, then ``trials``
+timed samples of back-to-back calls between CUDA events, median reported with p10/p90 — nccl-tests /
+triton ``do_bench`` conventions; ``--preheat-s`` first brings the GPU to its power-limited state):
 
 * ``gemm``: the forward, input-gradient and weight-gradient GEMMs of one Llama-3-70B layer at TP 1, 2, 4, 8
-  for T = 4096 and 8192 tokens (BF16; FP8 via ``torch._scaled_mm`` where the GPU has it), plus square and
-  skinny shapes from 256 to 16384 (the small-GEMM regime);
-* ``attention``: causal self-attention forward and backward through ``scaled_dot_product_attention`` with
-  each fused backend that runs (FlashAttention-2, cuDNN), head dim 128, 8 and 16 heads, s = 2048..8192;
+  for T = 4096 and 8192 tokens (BF16; FP8 via ``torch._scaled_mm`` where the GPU has it), plus square
+  shapes from 256 to 16384, skinny (m = 128..2048) and short-k (k = 256, 1024) shapes;
+* ``attention``: forward and backward through ``scaled_dot_product_attention`` with each backend that runs
+  (FlashAttention-2, cuDNN, memory-efficient), head dim 128, 8 and 16 heads: causal s = 2048..8192 and the
+  non-causal 4096×2048 / 2048×4096 blocks of a context-parallel ring step;
 * ``elementwise``: copy, residual add, RMSNorm forward/backward, SwiGLU forward — bytes moved / time;
 * ``layer``: a whole Llama-3-70B layer at TP 4 and 8 shapes (one GPU, no communication, no sequence
   parallelism): forward and backward time and the bytes its forward saves for backward;
-* ``sustained``: a 8192³ BF16 GEMM repeated for ``--sustain-s`` seconds, throughput per second, with
-  nvidia-smi clocks, power and throttle reasons before and after.
+* ``burst`` / ``sustained`` / ``sustained_fp8``: an 8192³ GEMM once from the GPU's current state, and
+  repeated for ``--sustain-s`` seconds (BF16, FP8), throughput per second, with nvidia-smi clocks, power
+  and throttle reasons before, midway and after.
 
-The comparison with the model is made elsewhere (``distcalc.validation.kernels``); this script imports
+The comparison with the model is made elsewhere (``distcalc.validation.gpu_kernels``, via ``benchmarks/kernels_to_csv.py``); this script imports
 nothing from distcalc so that it runs wherever torch does.
 """
 from __future__ import annotations
@@ -123,24 +125,12 @@ def gemm_rows(timer: Timer, device: str, quick: bool, fp8: bool) -> list[dict]:
         m, n, k = spec["m"], spec["n"], spec["k"]
         for dtype in (("bf16", "fp8") if fp8 else ("bf16",)):
             try:
-                if dtype == "bf16":
-                    dt = torch.bfloat16 if device.startswith("cuda") else torch.float32
-                    a, b = rand(m, k, dtype=dt, device=device), rand(k, n, dtype=dt, device=device)
-                    out = torch.empty(m, n, dtype=dt, device=device)
-                    fn = lambda: torch.matmul(a, b, out=out)  # noqa: E731
-                else:
-                    a = rand(m, k, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
-                    bt = rand(n, k, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
-                    one = torch.ones((), dtype=torch.float32, device=device)
-                    fn = lambda: torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one,  # noqa: E731
-                                                  out_dtype=torch.bfloat16)
-                r = timer(fn)
+                r = timer(gemm_call(device, m, n, k, dtype))
             except Exception as exc:  # noqa: BLE001
                 rows.append({**spec, "dtype": dtype, "error": repr(exc)[:300]})
                 continue
             flops = 2.0 * m * n * k
             rows.append({**spec, "dtype": dtype, **r, "flops_per_s": flops / r["time_s"]})
-        del spec
     return rows
 
 
@@ -286,23 +276,24 @@ def layer_rows(timer: Timer, device: str, quick: bool) -> list[dict]:
     return rows
 
 
-def _square_gemm(device: str, n: int, dtype: str):
-    cuda = device.startswith("cuda")
+def gemm_call(device: str, m: int, n: int, k: int, dtype: str):
+    """A closure running one ``[m×k]·[k×n]`` GEMM on fresh random operands: BF16 ``torch.matmul`` (float32
+    on CPU), or FP8 e4m3 ``torch._scaled_mm`` with B column-major (the layout Hopper's FP8 cores take)."""
     if dtype == "fp8":
-        a = rand(n, n, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
-        bt = rand(n, n, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
+        a = rand(m, k, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
+        bt = rand(n, k, dtype=torch.bfloat16, device=device).to(torch.float8_e4m3fn)
         one = torch.ones((), dtype=torch.float32, device=device)
         return lambda: torch._scaled_mm(a, bt.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
-    dt = torch.bfloat16 if cuda else torch.float32
-    a, b = rand(n, n, dtype=dt, device=device), rand(n, n, dtype=dt, device=device)
-    out = torch.empty(n, n, dtype=dt, device=device)
+    dt = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    a, b = rand(m, k, dtype=dt, device=device), rand(k, n, dtype=dt, device=device)
+    out = torch.empty(m, n, dtype=dt, device=device)
     return lambda: torch.matmul(a, b, out=out)
 
 
 def sustained(device: str, seconds: float, quick: bool, dtype: str = "bf16") -> dict:
     """Throughput of one 8192^3 GEMM repeated back to back for ``seconds``: one figure per second."""
     n = 512 if quick else 8192
-    fn = _square_gemm(device, n, dtype)
+    fn = gemm_call(device, n, n, n, dtype)
     cuda = device.startswith("cuda")
     before = nvidia_smi() if cuda else {}
     per_second, mid = [], {}
@@ -346,7 +337,7 @@ def main() -> None:
         result.update(gpu=props.name, sm_count=props.multi_processor_count, memory_bytes=props.total_memory,
                       capability=list(torch.cuda.get_device_capability()), cudnn=torch.backends.cudnn.version(),
                       smi=nvidia_smi())
-    sections = {"burst": lambda: {"bf16": timer(_square_gemm(device, 512 if args.quick else 8192, "bf16")),
+    sections = {"burst": lambda: {"bf16": timer(gemm_call(device, *(3 * (512 if args.quick else 8192,)), "bf16")),
                                   "smi": nvidia_smi() if device == "cuda" else {}},
                 "gemm": lambda: gemm_rows(timer, device, args.quick, fp8),
                 "attention": lambda: attention_rows(timer, device, args.quick),

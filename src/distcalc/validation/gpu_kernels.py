@@ -50,10 +50,11 @@ def _label(row: dict[str, str]) -> str:
     return f"{row['gpu']} {row['name']} ({row['bytes']} B)"
 
 
-def gemm_layer_errors() -> dict[tuple[str, str], np.ndarray]:
-    """Relative errors (predicted/measured − 1) of the Llama-3-70B layer GEMMs per (gpu, dtype)."""
+def gemm_layer_errors(rows: list[dict[str, str]] | None = None) -> dict[tuple[str, str], np.ndarray]:
+    """Relative errors (predicted/measured − 1) of the Llama-3-70B layer GEMMs per (gpu, dtype), over
+    ``rows`` of the CSV (read when not given)."""
     errors: dict[tuple[str, str], list[float]] = {}
-    for row in read_validation_csv(CSV):
+    for row in read_validation_csv(CSV) if rows is None else rows:
         if row["kind"] == "gemm" and row["set"] == "llama3-70b":
             errors.setdefault((row["gpu"], row["dtype"]), []).append(_predicted_s(row) / float(row["time_s"]) - 1)
     return {key: np.array(value) for key, value in errors.items()}
@@ -61,7 +62,8 @@ def gemm_layer_errors() -> dict[tuple[str, str], np.ndarray]:
 
 def _cases() -> list[ValidationCase]:
     cases = []
-    for (gpu, dtype), err in gemm_layer_errors().items():
+    rows = read_validation_csv(CSV)
+    for (gpu, dtype), err in gemm_layer_errors(rows).items():
         note = f"{len(err)} GEMMs: qkv, out-proj, mlp-up, mlp-down x fwd/dgrad/wgrad x TP 1,2,4,8 x T 4096,8192"
         cases += [
             ValidationCase(f"{gpu} {dtype} layer GEMMs mean error", 100 * float(err.mean()), 0.0, "%", "absolute",
@@ -71,7 +73,7 @@ def _cases() -> list[ValidationCase]:
             ValidationCase(f"{gpu} {dtype} layer GEMMs worst |error|", 100 * float(np.abs(err).max()), 0.0, "%",
                            "absolute", 20.0, note, "measured"),
         ]
-    for row in read_validation_csv(CSV):
+    for row in rows:
         kind = row["kind"]
         if kind == "gemm" and (row["set"] == "llama3-70b" or (row["set"] == "square" and int(row["m"]) < 2048)):
             continue
