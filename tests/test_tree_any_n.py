@@ -20,7 +20,7 @@ from hypothesis import given, settings, strategies as st
 from typer.testing import CliRunner
 
 from distcalc.cli import app
-from distcalc.collective import CollectiveKind, collective_cost, valid_algorithms
+from distcalc.collective import CollectiveKind, collective_cost, lower_bound, valid_algorithms
 from distcalc.collective.fat_tree import _shift_factor
 from distcalc.errors import TopologyError
 from distcalc.simulate import simulate
@@ -90,6 +90,7 @@ def test_partial_last_leaf_simulated_equals_analytic(n, leaf, s, kind, algorithm
     result = simulate(kind, m, topo, algorithm, elements_per_chunk=1, seed=n)
     assert result.verified, result.execution.message
     analytic = result.analytic
+    assert analytic.time_s >= lower_bound(kind, m, topo).time_s * (1 - REL)
     approx = algorithm == "double-binary-tree" or (  # ideal k → ∞ pipelining (F18)
         algorithm == "pipelined-chain" and topo.nodes > 1 and s > topo.gpus_per_node)  # two hop classes
     if approx:
