@@ -92,9 +92,13 @@ def _with_overrides(link: LinkSpec, bandwidth_bytes_per_s: float | None, latency
     return link.model_copy(update=update) if update else link
 
 
-def load_link(name: str) -> LinkSpec:
-    """The link preset ``name``; :class:`ConfigError` listing the valid names."""
-    key, entry = preset_entry("links.yaml", "link", name)
+def load_link(name: str | dict[str, Any]) -> LinkSpec:
+    """The link preset ``name`` (or a mapping with the preset keys, from a cluster file); :class:`ConfigError`
+    listing the valid names."""
+    if isinstance(name, dict):
+        key, entry = str(name.get("name", "custom-link")), name
+    else:
+        key, entry = preset_entry("links.yaml", "link", name)
     return LinkSpec(
         name=key, description=entry.get("description", ""),
         bandwidth_bytes_per_s=parse_rate(entry["bandwidth"]), latency_s=parse_time(entry["latency"]),
@@ -110,6 +114,17 @@ def load_cluster(name: str, *, gpu: str | None = None, intra_bandwidth_bytes_per
     """The cluster preset ``name`` with optional overrides (the CLI's ``--gpu``, ``--intra-bandwidth``,
     ``--intra-latency``, ``--inter-bandwidth`` (per NIC), ``--inter-latency``, ``--gpus-per-node``)."""
     key, entry = preset_entry("clusters.yaml", "cluster", name)
+    return cluster_from_entry(key, entry, gpu=gpu, intra_bandwidth_bytes_per_s=intra_bandwidth_bytes_per_s,
+                              intra_latency_s=intra_latency_s, inter_bandwidth_bytes_per_s=inter_bandwidth_bytes_per_s,
+                              inter_latency_s=inter_latency_s, gpus_per_node=gpus_per_node)
+
+
+def cluster_from_entry(key: str, entry: dict[str, Any], *, gpu: str | None = None,
+                       intra_bandwidth_bytes_per_s: float | None = None, intra_latency_s: float | None = None,
+                       inter_bandwidth_bytes_per_s: float | None = None, inter_latency_s: float | None = None,
+                       gpus_per_node: int | None = None) -> ClusterSpec:
+    """A cluster from one ``clusters.yaml``-style entry (a preset's, or a user's cluster file); links are
+    preset names or mappings with the ``links.yaml`` keys."""
     intra = _with_overrides(load_link(entry["intra"]), intra_bandwidth_bytes_per_s, intra_latency_s)
     inter = (_with_overrides(load_link(entry["inter"]), inter_bandwidth_bytes_per_s, inter_latency_s)
              if entry.get("inter") else None)

@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
+from distcalc.units import format_size
 
-def save_log_log(figure: Any, axes: Any, *, xlabel: str, ylabel: str, title: str, path: str | Path) -> Path:
-    """Log-log axes (x in powers of two), labels, grid and legend; save at 120 dpi and close the figure."""
+#: Characters per title line: longer titles wrap instead of running off a 7-inch figure.
+TITLE_WIDTH = 70
+
+
+def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
+    """``title`` broken into lines of at most ``width`` characters (so the figure does not clip it)."""
+    return "\n".join(textwrap.wrap(title, width)) if title else title
+
+
+def binary_size_axis(axis: Any) -> None:
+    """Label a byte axis with binary units (``1 KiB``, ``256 MiB``, ``8 GiB``) instead of 2^n."""
+    from matplotlib.ticker import FuncFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda value, _pos: format_size(value, digits=3) if value > 0 else "0"))
+
+
+def save_log_log(figure: Any, axes: Any, *, xlabel: str, ylabel: str, title: str, path: str | Path,
+                 x_bytes: bool = True) -> Path:
+    """Log-log axes (x in powers of two, labelled in KiB/MiB/GiB when ``x_bytes``), labels, grid and legend;
+    save at 120 dpi and close the figure."""
     import matplotlib.pyplot as plt
 
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
+    if x_bytes:
+        binary_size_axis(axes.xaxis)
     axes.set_xlabel(xlabel)
     axes.set_ylabel(ylabel)
-    axes.set_title(title)
+    axes.set_title(wrap_title(title), fontsize=10)
     axes.grid(True, which="both", alpha=0.3)
     axes.legend(fontsize=8)
     figure.tight_layout()

@@ -10,6 +10,7 @@ from typing import Any
 
 from distcalc.parallel import Schedule
 from distcalc.pipeline import simulate_schedule
+from distcalc.plots import wrap_title
 
 #: Breakdown components drawn (key, label)
 COMPONENTS = (
@@ -51,20 +52,26 @@ def plot_analysis(report: Any, path: Path | str) -> None:
         start += value
     left.set_yticks([])
     left.set_xlabel("seconds per step")
-    left.set_title(f"step {report.step_time_s:.3g} s, MFU {100 * report.mfu:.1f} %")
+    left.set_title(f"step {report.step_time_s:.3g} s, MFU {100 * report.mfu:.1f} %", fontsize=10)
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
 
     timeline, shown = timeline_for(report)
     colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green"}
+    kinds = {event.kind for event in timeline.events}
+    colours = {kind: colour for kind, colour in colours.items() if kind in kinds}  # no W legend without W
     for event in timeline.events:
         right.barh(event.stage, event.end_s - event.start_s, left=event.start_s, color=colours[event.kind],
                    edgecolor="white", linewidth=0.3)
-    right.invert_yaxis()
+    stages = max(int(report.pipeline["stages"]), 1)
+    right.set_yticks(range(stages))  # whole stages only
+    right.set_ylim(stages - 0.5, -0.5)
     right.set_xlabel("seconds")
     right.set_ylabel("pipeline stage")
     total = int(report.pipeline["micro_batches"])
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
-    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward, W weight-grad")
+    names = {"F": "F forward", "B": "B backward", "W": "W weight-grad"}
+    right.set_title(wrap_title(f"{report.pipeline['schedule']} schedule{note}: "
+                               + ", ".join(names[k] for k in colours), 90), fontsize=10)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
     right.legend(handles, list(colours), fontsize=7, loc="lower right")
     fig.suptitle(f"{report.model['name']} on {report.cluster['gpus']}× {report.cluster['gpu']} ({report.cluster['name']})")

@@ -10,6 +10,7 @@ from typing import Any
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.suggest import did_you_mean
 
 
 @lru_cache(maxsize=None)
@@ -29,5 +30,6 @@ def preset_entry(filename: str, kind: str, name: str) -> tuple[str, dict[str, An
     presets = read_presets(filename)
     key = str(name).strip().lower()
     if key not in presets:
-        raise ConfigError(f"unknown {kind} {name!r}; presets: {', '.join(presets)}")
+        raise ConfigError(f"unknown {kind} {name!r}{did_you_mean(key, presets)}; presets: {', '.join(presets)} "
+                          "(distcalc presets lists them)")
     return key, presets[key]

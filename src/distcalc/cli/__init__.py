@@ -8,13 +8,16 @@ import sys
 
 import typer
 
+from distcalc.cli.style import DistcalcGroup
+
 app = typer.Typer(
+    cls=DistcalcGroup,
     name="distcalc",
     help="Communication, memory and step-time calculator for distributed LLM training.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # plain help: option names stay whole at 80 columns
 )
 
 # Command modules, in the order their commands appear in --help.
@@ -26,6 +29,7 @@ COMMAND_MODULES = (
     "search_cmd",
     "bench_cmd",
     "validate_cmd",
+    "presets_cmd",
 )
 
 for _name in COMMAND_MODULES:

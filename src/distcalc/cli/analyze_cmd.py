@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -10,10 +11,15 @@ from rich.table import Table
 
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
 from distcalc.calibration import load_calibration
-from distcalc.cli.common import console, emit_report, handle_errors, parse_or_exit
-from distcalc.cluster import load_cluster
+from distcalc.cli.common import (
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
+    handle_errors, parse_or_exit, setting_origins, settings_line,
+)
+from distcalc.cli.style import PanelCommand
+from distcalc.hardware_choice import resolve_hardware
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -109,86 +115,164 @@ def _render_calibration(cal: dict[str, Any]) -> None:
     console.print(f"[dim]calibration {cal.get('file') or ', '.join(cal['sources'])}: {'; '.join(parts)}[/dim]")
 
 
+def _oom_line(report: StepReport, gpu_memory_bytes: float) -> str:
+    total = report.memory.get("total_bytes") or 0
+    return (f"[red bold]does not fit:[/red bold] the worst pipeline stage needs {format_size(total)} per GPU, "
+            f"{report.cluster['gpu']} has {format_size(gpu_memory_bytes)} ({total / gpu_memory_bytes:.2f}×); the "
+            "step time below is for a run that cannot start (distcalc search finds one that fits; --allow-oom "
+            "exits 0)")
+
+
+M, C, P, B, S, X = "model", "cluster", "parallelism", "batch", "schedule", "output"
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``analyze`` command."""
 
-    @app.command("analyze")
+    @app.command("analyze", cls=PanelCommand, epilog=EXIT_CODES_HELP)
     @handle_errors
     def analyze_command(
-        model: Annotated[Optional[str], typer.Option(help="model preset or config.json/YAML path")] = None,
-        cluster: Annotated[Optional[str], typer.Option(help="cluster preset (dgx-a100, dgx-h100, ...)")] = None,
-        gpu: Annotated[Optional[str], typer.Option(help="GPU preset replacing the cluster's")] = None,
-        gpus: Annotated[Optional[int], typer.Option(help="total GPUs")] = None,
-        tp: Annotated[Optional[int], typer.Option(help="tensor-parallel degree (default 1)")] = None,
-        pp: Annotated[Optional[int], typer.Option(help="pipeline-parallel degree (default 1)")] = None,
-        dp: Annotated[Optional[int], typer.Option(help="data-parallel degree (default gpus/(tp·pp·cp))")] = None,
-        cp: Annotated[Optional[int], typer.Option(help="context-parallel degree (default 1)")] = None,
-        ep: Annotated[Optional[int], typer.Option(help="expert-parallel degree (default 1)")] = None,
-        vpp: Annotated[Optional[int], typer.Option(help="interleaved chunks per pipeline stage")] = None,
-        zero: Annotated[Optional[int], typer.Option(min=0, max=3, help="ZeRO stage 0-3")] = None,
-        distributed_optimizer: Annotated[Optional[bool], typer.Option(help="Megatron distributed optimizer")] = None,
-        sequence_parallel: Annotated[Optional[bool], typer.Option(help="Megatron sequence parallelism")] = None,
-        recompute: Annotated[Optional[Recompute], typer.Option(help="activation recomputation")] = None,
-        micro_batch: Annotated[Optional[int], typer.Option(help="sequences per micro-batch")] = None,
-        global_batch: Annotated[Optional[int], typer.Option(help="sequences per step")] = None,
-        seq_len: Annotated[Optional[int], typer.Option(help="tokens per sequence (default 4096)")] = None,
-        schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
-        dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
-        flash_attention: Annotated[bool, typer.Option(help="fused (flash) attention")] = True,
+        ctx: typer.Context,
+        model: Annotated[Optional[str], typer.Option(rich_help_panel=M, show_default=False, help=(
+            "model preset, config.json / YAML path, or a Hugging Face repo id in the local cache "
+            f"[default: {DEFAULTS.model}]"))] = None,
+        cluster: ClusterOption = None,
+        gpu: GpuOption = None,
+        gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, help=(
+            f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
+        tp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="tensor-parallel degree (GPUs) "
+                                                  "[default: 1]")] = None,
+        pp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="pipeline-parallel degree (stages) "
+                                                  "[default: 1]")] = None,
+        dp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="data-parallel degree (GPUs) "
+                                                  "[default: gpus/(tp·pp·cp)]")] = None,
+        cp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="context-parallel degree (GPUs) "
+                                                  "[default: 1]")] = None,
+        ep: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="expert-parallel degree (GPUs) "
+                                                  "[default: 1]")] = None,
+        vpp: Annotated[Optional[int], typer.Option(rich_help_panel=S, help="interleaved chunks per pipeline "
+                                                   "stage [default: 1]")] = None,
+        zero: Annotated[Optional[int], typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 "
+                                                    "[default: 0]")] = None,
+        distributed_optimizer: Annotated[Optional[bool], typer.Option(
+            "--distributed-optimizer", rich_help_panel=P, show_default=False,
+            help="Megatron distributed optimizer")] = None,
+        sequence_parallel: Annotated[Optional[bool], typer.Option(
+            "--sequence-parallel", rich_help_panel=P, show_default=False,
+            help="Megatron sequence parallelism")] = None,
+        recompute: Annotated[Optional[Recompute], typer.Option(rich_help_panel=S, help="activation "
+                                                               "recomputation [default: none]")] = None,
+        micro_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="sequences per micro-batch "
+                                                           f"[default: {DEFAULTS.micro_batch}]")] = None,
+        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="sequences per step "
+                                                            "[default: micro-batch·dp·2pp]")] = None,
+        seq_len: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="tokens per sequence "
+                                                       f"[default: {DEFAULTS.seq_len}]")] = None,
+        schedule: Annotated[Optional[Schedule], typer.Option(rich_help_panel=S, help=(
+            "pipeline schedule [default: interleaved when vpp > 1, else 1f1b]"))] = None,
+        dtype: Annotated[Precision, typer.Option(rich_help_panel=M, help="compute precision")] = Precision.BF16,
+        flash_attention: Annotated[bool, typer.Option(
+            "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
+            help="fused (flash) attention [default: on]")] = True,
         account_for_embedding_and_loss: Annotated[bool, typer.Option(
+            "--account-for-embedding-and-loss", rich_help_panel=S,
             help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
                  "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
-        gpus_per_node: Annotated[Optional[int], typer.Option(help="GPUs per node (overrides the cluster)")] = None,
-        intra_bandwidth: Annotated[Optional[str], typer.Option(help="intra-node B per direction, e.g. 300GB/s")] = None,
-        intra_latency: Annotated[Optional[str], typer.Option(help="intra-node α per step, e.g. 3us")] = None,
-        inter_bandwidth: Annotated[Optional[str], typer.Option(help="per-NIC B per direction, e.g. 400Gbps")] = None,
-        inter_latency: Annotated[Optional[str], typer.Option(help="inter-node α per step, e.g. 6us")] = None,
-        order: Annotated[str, typer.Option(help="rank order, innermost first")] = "tp-cp-dp-pp",
-        overlap_grad_reduce: Annotated[bool, typer.Option(help="overlap DP reduction with backward")] = True,
-        tp_overlap: Annotated[float, typer.Option(help="hidden fraction of overlappable TP comm (0-1)")] = 0.0,
-        cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+        gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
+                                                             "(overrides the cluster)")] = None,
+        intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "
+                                                               "direction, e.g. 300GB/s")] = None,
+        intra_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node α per step, "
+                                                             "e.g. 3us")] = None,
+        inter_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="per-NIC B per "
+                                                               "direction, e.g. 400Gbps")] = None,
+        inter_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="inter-node α per step, "
+                                                             "e.g. 6us")] = None,
+        order: Annotated[str, typer.Option(rich_help_panel=P, help="rank order, innermost first")] = "tp-cp-dp-pp",
+        overlap_grad_reduce: Annotated[bool, typer.Option(
+            "--overlap-grad-reduce/--no-overlap-grad-reduce", rich_help_panel=S, show_default=False,
+            help="overlap DP reduction with backward [default: on]")] = True,
+        tp_overlap: Annotated[float, typer.Option(rich_help_panel=S, help="hidden fraction of overlappable TP "
+                                                  "comm (0-1)")] = 0.0,
+        cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
+            rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
         gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
-                                   "GPUs)")] = DEFAULT_GPU_SPEED_CV,
-        tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
-        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-        plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
+            min=0.0, max=0.5, rich_help_panel=C, show_default=f"{DEFAULT_GPU_SPEED_CV:.4f}",
+            help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
+                 "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+        tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
+                                                        "time-to-train (tokens), e.g. 15e12")] = None,
+        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write the breakdown + pipeline "
+                                                     "timeline (PNG)")] = None,
         calibration: Annotated[Optional[Path], typer.Option(
-            "--calibration", help="calibration file from `distcalc calibrate`: measured α/B per collective and "
-                                  "tier (replacing η·B) and GEMM efficiency")] = None,
+            "--calibration", rich_help_panel=C, help="calibration file from `distcalc calibrate`: measured α/B "
+                                                     "per collective and tier (replacing η·B) and GEMM efficiency")] = None,
+        allow_oom: AllowOomOption = False,
+        config: ConfigOption = None,
     ) -> None:
-        """Predict the training step time, MFU and HFU, and show where the time goes."""
+        """Predict the training step time, MFU and HFU, and show where the time goes.
+
+        With no option at all it runs the built-in example (Llama 3 70B on 64 H100, TP 8, PP 4 × 5 chunks).
+        """
         given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
                  "distributed_optimizer": distributed_optimizer, "sequence_parallel": sequence_parallel,
                  "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch,
                  "seq_len": seq_len, "schedule": schedule}
-        example = model is None and cluster is None and all(v is None for v in given.values())
+        example = (model is None and cluster is None and gpu is None and config is None
+                   and all(v is None for v in given.values()))
         settings: dict[str, Any] = dict(EXAMPLE) if example else {k: v for k, v in given.items() if v is not None}
-        model_name = settings.pop("model", None) or model or EXAMPLE["model"]
-        cluster_name = settings.pop("cluster", None) or cluster or EXAMPLE["cluster"]
+        model_name = settings.pop("model", None) or model or DEFAULTS.model
+        cluster_name = settings.pop("cluster", None) or cluster
         rates = {name: parse_or_exit(parse_rate, value, f"--{name.replace('_', '-')}") if value else None
                  for name, value in (("intra_bandwidth", intra_bandwidth), ("inter_bandwidth", inter_bandwidth))}
         times = {name: parse_or_exit(parse_time, value, f"--{name.replace('_', '-')}") if value else None
                  for name, value in (("intra_latency", intra_latency), ("inter_latency", inter_latency))}
         spec = load_model(model_name)
-        cluster_spec = load_cluster(cluster_name, gpu=gpu, gpus_per_node=gpus_per_node,
+        hardware = resolve_hardware(cluster_name, gpu, gpus_per_node=gpus_per_node,
                                     intra_bandwidth_bytes_per_s=rates["intra_bandwidth"],
                                     intra_latency_s=times["intra_latency"],
                                     inter_bandwidth_bytes_per_s=rates["inter_bandwidth"],
                                     inter_latency_s=times["inter_latency"])
-        settings.setdefault("seq_len", 4096)
-        config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
-                                account_for_embedding_and_loss=account_for_embedding_and_loss)
+        if example:
+            hardware = dataclasses.replace(hardware, cluster_origin="built-in example")
+        settings.setdefault("seq_len", DEFAULTS.seq_len)
+        gpus_origin = None
+        if "gpus" not in settings:
+            settings["gpus"], gpus_origin = default_gpus(settings.get("tp", 1), settings.get("pp", 1),
+                                                         settings.get("cp", 1), settings.get("dp"))
+        config_ = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
+                                 account_for_embedding_and_loss=account_for_embedding_and_loss)
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
-                                 cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
+                                 cp_algorithm=cp_algorithm, distributed_optimizer=config_.distributed_optimizer,
                                  gpu_speed_cv=gpu_speed_cv,
                                  calibration=load_calibration(calibration) if calibration is not None else None)
-        report = analyze(spec, cluster_spec, config, options, tokens=tokens)
+        report = analyze(spec, hardware.cluster, config_, options, tokens=tokens)
         if report.calibration is not None:
             report.calibration["file"] = str(calibration)
+        header = setting_origins(ctx, {"model": model_name, "gpus": config_.world_size, "seq_len": config_.seq_len,
+                                       "micro_batch": config_.micro_batch, "global_batch": config_.global_batch})
+        if example:
+            for entry in header.values():
+                entry["origin"] = "built-in example"
+        else:
+            if gpus_origin:
+                header["gpus"]["origin"] = gpus_origin
+            if global_batch is None and header["global_batch"]["origin"] == "default":
+                header["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
             from distcalc.plots_analyze import plot_analysis
 
             plot_analysis(report, plot)
-        emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report, example))
+
+        def render() -> None:
+            if report.fits is False:
+                console.print(_oom_line(report, hardware.gpu.memory_bytes))
+            console.print(hardware.headline(config_.world_size))
+            console.print(settings_line(header))
+            _render(report, example)
+
+        emit_report(report, json_output=json_output, plot=plot, render=render,
+                    extra={"hardware": hardware.describe(), "settings": header})
+        exit_if_oom(report.fits, allow_oom)

@@ -12,12 +12,14 @@ import functools
 import json
 import math
 import sys
-from typing import Any, Callable, TypeVar
+from pathlib import Path
+from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
+from distcalc.run_file import DEFAULTS, load_run_file
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
 # so tables are not truncated to 'algor…'.
@@ -99,11 +101,12 @@ def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
         raise type(error)(f"{option}: {error}") from None
 
 
-def emit_report(report: Any, *, json_output: bool, plot: Any, render: Callable[[], None]) -> None:
-    """Print a report: its ``to_dict()`` as JSON (with ``plot`` when a figure was written), or the rich view
-    followed by where the figure went."""
+def emit_report(report: Any, *, json_output: bool, plot: Any, render: Callable[[], None],
+                extra: Optional[dict[str, Any]] = None) -> None:
+    """Print a report: its ``to_dict()`` (plus ``extra`` keys) as JSON (with ``plot`` when a figure was
+    written), or the rich view followed by where the figure went."""
     if json_output:
-        payload = report.to_dict()
+        payload = {**report.to_dict(), **(extra or {})}
         if plot is not None:
             payload["plot"] = str(plot)
         emit_json(payload)
@@ -111,3 +114,63 @@ def emit_report(report: Any, *, json_output: bool, plot: Any, render: Callable[[
     render()
     if plot is not None:
         console.print(f"plot written to {plot}")
+
+
+# --- shared options: one hardware vocabulary, run files, honest exit codes -------------------------------
+
+#: Exit code of a report whose configuration does not fit in GPU memory (unless --allow-oom).
+EXIT_OOM = 3
+EXIT_CODES_HELP = "Exit codes: 0 ok; 2 bad input; 3 does not fit in GPU memory (unless --allow-oom)."
+
+
+def _config_callback(ctx: typer.Context, value: Optional[Path]) -> Optional[Path]:
+    """Eager ``--config``: the run file's values become the command's defaults (command-line flags win)."""
+    if value is None:
+        return value
+    valid = [p.name for p in ctx.command.params if p.name and p.name != "config"]
+    try:
+        values = load_run_file(value, valid)
+    except DistcalcError as error:
+        raise typer.BadParameter(str(error), ctx=ctx, param_hint="--config") from None
+    ctx.default_map = {**(ctx.default_map or {}), **values}
+    return value
+
+
+ConfigOption = Annotated[Optional[Path], typer.Option(
+    "--config", is_eager=True, callback=_config_callback, rich_help_panel="output",
+    help="run file (YAML): option names as keys, e.g. 'seq-len: 8192'; flags given here override it")]
+ClusterOption = Annotated[Optional[str], typer.Option(
+    "--cluster", rich_help_panel="cluster",
+    help=f"cluster preset or YAML file (distcalc presets clusters) [default: {DEFAULTS.cluster}, or the first "
+         "cluster hosting --gpu]")]
+GpuOption = Annotated[Optional[str], typer.Option(
+    "--gpu", rich_help_panel="cluster",
+    help="GPU preset replacing the cluster's; refused when the cluster's in-node link is not the GPU's")]
+AllowOomOption = Annotated[bool, typer.Option(
+    "--allow-oom", rich_help_panel="output",
+    help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]
+
+_ORIGINS = {"COMMANDLINE": "command line", "DEFAULT_MAP": "run file", "ENVIRONMENT": "environment",
+            "DEFAULT": "default", "PROMPT": "prompt"}
+
+
+def setting_origins(ctx: typer.Context, values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """``{name: {"value": v, "origin": "default" | "command line" | "run file"}}`` for the report header."""
+    out = {}
+    for name, value in values.items():
+        source = ctx.get_parameter_source(name)
+        out[name] = {"value": to_jsonable(value), "origin": _ORIGINS.get(getattr(source, "name", ""), "derived")}
+    return out
+
+
+def settings_line(settings: dict[str, dict[str, Any]]) -> str:
+    """``settings: model llama3-8b (default) · gpus 256 (command line) · …``."""
+    parts = [f"{name.replace('_', '-')} {entry['value']} ({entry['origin']})" for name, entry in settings.items()
+             if entry["value"] is not None]
+    return "settings: " + " · ".join(parts)
+
+
+def exit_if_oom(fits: Optional[bool], allow_oom: bool) -> None:
+    """Exit with :data:`EXIT_OOM` when the report said the configuration does not fit (and no --allow-oom)."""
+    if fits is False and not allow_oom:
+        raise typer.Exit(EXIT_OOM)

@@ -8,11 +8,16 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from distcalc.cli.common import console, emit_report, handle_errors
-from distcalc.hardware import load_gpu
+from distcalc.cli.common import (
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
+    handle_errors, setting_origins, settings_line,
+)
+from distcalc.cli.style import PanelCommand
+from distcalc.hardware_choice import resolve_hardware
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import format_size, parse_size
 
 # Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
@@ -103,49 +108,80 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     plt.close(fig)
 
 
+def _oom_line(report: MemoryReport) -> str:
+    """The first line when the worst stage does not fit: how much it needs of how much."""
+    gpu = report.gpu
+    return (f"[red bold]does not fit:[/red bold] worst stage {report.worst_stage} needs "
+            f"{format_size(report.total_bytes)} per GPU, {gpu.name} has {format_size(gpu.memory_bytes)} "
+            f"({report.total_bytes / gpu.memory_bytes:.2f}×); more model parallelism, ZeRO or recomputation "
+            "(distcalc search), or --allow-oom to exit 0")
+
+
+M, C, P, B, S, O, X = "model", "cluster", "parallelism", "batch", "schedule", "memory", "output"
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``memory`` command."""
 
-    @app.command("memory")
+    @app.command("memory", cls=PanelCommand, epilog=EXIT_CODES_HELP)
     @handle_errors
     def memory(
-        model: Annotated[str, typer.Option(help="model preset or path to config.json / YAML")] = "llama3-8b",
-        gpu: Annotated[Optional[str], typer.Option(help="GPU preset (a100-80gb, h100-sxm, ...)")] = "h100-sxm",
-        gpus: Annotated[Optional[int], typer.Option(help="total GPUs (default tp·pp·cp·dp)")] = None,
-        tp: Annotated[int, typer.Option(help="tensor-parallel degree")] = 1,
-        pp: Annotated[int, typer.Option(help="pipeline-parallel degree")] = 1,
-        dp: Annotated[Optional[int], typer.Option(help="data-parallel degree (default gpus/(tp·pp·cp))")] = None,
-        cp: Annotated[int, typer.Option(help="context-parallel degree")] = 1,
-        ep: Annotated[int, typer.Option(help="expert-parallel degree")] = 1,
-        vpp: Annotated[int, typer.Option(help="interleaved chunks per pipeline stage")] = 1,
-        zero: Annotated[int, typer.Option(min=0, max=3, help="ZeRO stage 0-3 over dp·cp")] = 0,
-        distributed_optimizer: Annotated[bool, typer.Option(help="Megatron distributed optimizer (= ZeRO-1)")] = False,
-        sequence_parallel: Annotated[bool, typer.Option(help="Megatron sequence parallelism")] = False,
-        recompute: Annotated[Recompute, typer.Option(help="activation recomputation")] = Recompute.NONE,
-        micro_batch: Annotated[int, typer.Option(help="sequences per micro-batch")] = 1,
-        global_batch: Annotated[Optional[int], typer.Option(help="sequences per step (default micro·dp·2pp)")] = None,
-        seq_len: Annotated[int, typer.Option(help="sequence length (tokens)")] = 4096,
-        schedule: Annotated[Optional[Schedule], typer.Option(help="pipeline schedule")] = None,
-        dtype: Annotated[Precision, typer.Option(help="compute dtype")] = Precision.BF16,
-        flash_attention: Annotated[bool, typer.Option(help="fused attention (no s×s scores stored)")] = True,
+        ctx: typer.Context,
+        model: Annotated[str, typer.Option(rich_help_panel=M, help="model preset, config.json / YAML path, or a "
+                                           "Hugging Face repo id in the local cache")] = DEFAULTS.model,
+        cluster: ClusterOption = None,
+        gpu: GpuOption = None,
+        gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, show_default=False, help=(
+            f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
+        tp: Annotated[int, typer.Option(rich_help_panel=P, help="tensor-parallel degree (GPUs)")] = 1,
+        pp: Annotated[int, typer.Option(rich_help_panel=P, help="pipeline-parallel degree (stages)")] = 1,
+        dp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="data-parallel degree (GPUs) "
+                                                  "[default: gpus/(tp·pp·cp)]")] = None,
+        cp: Annotated[int, typer.Option(rich_help_panel=P, help="context-parallel degree (GPUs)")] = 1,
+        ep: Annotated[int, typer.Option(rich_help_panel=P, help="expert-parallel degree (GPUs)")] = 1,
+        vpp: Annotated[int, typer.Option(rich_help_panel=S, help="interleaved chunks per pipeline stage")] = 1,
+        zero: Annotated[int, typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 over dp·cp")] = 0,
+        distributed_optimizer: Annotated[bool, typer.Option(
+            "--distributed-optimizer", rich_help_panel=P, help="Megatron distributed optimizer (= ZeRO-1)")] = False,
+        sequence_parallel: Annotated[bool, typer.Option(
+            "--sequence-parallel", rich_help_panel=P, help="Megatron sequence parallelism")] = False,
+        recompute: Annotated[Recompute, typer.Option(rich_help_panel=S, help="activation recomputation")] = Recompute.NONE,
+        micro_batch: Annotated[int, typer.Option(rich_help_panel=B, help="sequences per micro-batch")] = DEFAULTS.micro_batch,
+        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help=(
+            "sequences per step [default: micro-batch·dp·2pp]"))] = None,
+        seq_len: Annotated[int, typer.Option(rich_help_panel=B, help="tokens per sequence")] = DEFAULTS.seq_len,
+        schedule: Annotated[Optional[Schedule], typer.Option(rich_help_panel=S, help=(
+            "pipeline schedule [default: interleaved when vpp > 1, else 1f1b]"))] = None,
+        dtype: Annotated[Precision, typer.Option(rich_help_panel=M, help="compute precision")] = Precision.BF16,
+        flash_attention: Annotated[bool, typer.Option(
+            "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
+            help="fused attention, no s×s scores stored [default: on]")] = True,
         account_for_embedding_and_loss: Annotated[bool, typer.Option(
+            "--account-for-embedding-and-loss", rich_help_panel=S,
             help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
                  "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
                  "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
-        recipe: Annotated[
-            Recipe, typer.Option(help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16)")
+        recipe: Annotated[Recipe, typer.Option(
+            rich_help_panel=O, help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16 B/param)")
         ] = Recipe.MIXED,
-        comm_buffer: Annotated[str, typer.Option(help="NCCL buffers per GPU")] = "512MiB",
-        cuda_context: Annotated[str, typer.Option(help="CUDA context and workspaces per GPU")] = "512MiB",
-        allocator_reserve: Annotated[float, typer.Option(help="allocator fragmentation reserve (fraction)")] = 0.05,
-        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
-        plot: Annotated[Optional[Path], typer.Option(help="write a stacked bar chart per stage (PNG)")] = None,
+        comm_buffer: Annotated[str, typer.Option(rich_help_panel=O, help="NCCL buffers per GPU (bytes, e.g. "
+                                                 "512MiB)")] = "512MiB",
+        cuda_context: Annotated[str, typer.Option(rich_help_panel=O, help="CUDA context and workspaces per GPU "
+                                                  "(bytes, e.g. 512MiB)")] = "512MiB",
+        allocator_reserve: Annotated[float, typer.Option(rich_help_panel=O, help="allocator fragmentation reserve "
+                                                         "(fraction of the total, 0-1)")] = 0.05,
+        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
+                                                     "stage (PNG)")] = None,
+        allow_oom: AllowOomOption = False,
+        config: ConfigOption = None,
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
         spec = load_model(model)
-        device = load_gpu(gpu) if gpu else None
-        config = ParallelConfig(
-            gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
+        hardware = resolve_hardware(cluster, gpu)
+        world, why = (gpus, "") if gpus is not None else default_gpus(tp, pp, cp, dp)
+        config_ = ParallelConfig(
+            gpus=world, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
             distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
             micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
             flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
@@ -153,7 +189,23 @@ def register(app: typer.Typer) -> None:
         options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_size(comm_buffer, allow_zero=True),
                                 cuda_context_bytes=parse_size(cuda_context, allow_zero=True),
                                 allocator_reserve_fraction=allocator_reserve)
-        report = memory_report(spec, config, device, options)
+        report = memory_report(spec, config_, hardware.gpu, options)
+        settings = setting_origins(ctx, {"model": model, "gpus": world, "seq_len": seq_len,
+                                         "micro_batch": micro_batch, "global_batch": config_.global_batch})
+        if gpus is None:
+            settings["gpus"]["origin"] = why
+        if global_batch is None:
+            settings["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
             plot_memory(report, plot)
-        emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report))
+
+        def render() -> None:
+            if not report.fits:
+                console.print(_oom_line(report))
+            console.print(hardware.headline(config_.world_size))
+            console.print(settings_line(settings))
+            _render(report)
+
+        emit_report(report, json_output=json_output, plot=plot, render=render,
+                    extra={"hardware": hardware.describe(), "settings": settings})
+        exit_if_oom(report.fits, allow_oom)

@@ -10,12 +10,18 @@ import typer
 from rich.table import Table
 
 from distcalc.calibration import load_calibration
-from distcalc.cli.common import console, emit_json, handle_errors
-from distcalc.cluster import load_cluster
+from distcalc.cli.common import (
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_json, exit_if_oom,
+    handle_errors, setting_origins, settings_line,
+)
+from distcalc.cli.style import PanelCommand
+from distcalc.hardware_choice import resolve_hardware
+from distcalc.run_file import DEFAULTS
 from distcalc.errors import ConfigError
 from distcalc.model import load_model
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
 from distcalc.search.counts import GPUS_HELP
+from distcalc.search.distinct import USEFUL_SLOWDOWN, distinct_top, useful_front
 from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
 from distcalc.units import format_size, format_time, parse_size, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
@@ -61,13 +67,16 @@ def _config_label(row: dict[str, Any]) -> str:
 
 
 def payload(result: SearchResult, top: int) -> dict[str, Any]:
-    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting)."""
+    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting);
+    ``results`` are distinct configurations (equivalents collapsed, ``equivalent`` counts them)."""
     metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")
     keep = ("gpus", *COLUMNS, *metric_keys)
     rejections = result.rejections()
+    distinct, collapsed = distinct_top(result, top)
     return {
         "model": {"name": result.model, "parameters": result.parameters},
         "cluster": result.cluster,
+        "fits": result.feasible > 0,
         "gpus": [c.gpus for c in result.counts],
         "global_batch": result.global_batch,
         "seq_len": result.seq_len,
@@ -80,7 +89,8 @@ def payload(result: SearchResult, top: int) -> dict[str, Any]:
         "rejected_rules": rejections.rules,
         "equivalent_skipped": rejections.equivalent,
         "wall_time_s": result.wall_time_s,
-        "results": [{k: r[k] for k in keep} for r in result.top(top)],
+        "results": [{**{k: r[k] for k in keep}, "equivalent": r["equivalent"]} for r in distinct],
+        "results_equivalent_collapsed": collapsed,
         "pareto": [{k: r[k] for k in keep} for r in result.pareto_memory()],
         "pareto_gpus": [{k: r[k] for k in keep} for r in result.pareto_gpus()] if len(result.counts) > 1 else [],
         "per_gpus": [{"gpus": c.gpus, "universe": c.universe, "evaluated": c.valid, "feasible": c.feasible}
@@ -110,14 +120,25 @@ def _spread(rows: list, limit: int) -> list:
 
 def _rows_table(title: str, rows: list[dict[str, Any]], gpu_memory_bytes: int) -> Table:
     table = Table(title=title)
+    same = any("equivalent" in row for row in rows)
     for name, justify in (("#", "right"), ("GPUs", "right"), ("configuration", "left"), ("step time", "right"),
                           ("MFU", "right"), ("memory/GPU", "right"), ("headroom", "right")):
         table.add_column(name, justify=justify)
+    if same:
+        table.add_column("+equivalent", justify="right")
     for i, row in enumerate(rows, 1):
-        table.add_row(str(i), str(row["gpus"]), _config_label(row), format_time(row["step_time_s"]),
-                      f"{100 * row['mfu']:.1f}%", format_size(row["memory_bytes"]),
-                      f"{100 * row['headroom']:.1f}% ({format_size(gpu_memory_bytes - row['memory_bytes'])})")
+        cells = [str(i), str(row["gpus"]), _config_label(row), format_time(row["step_time_s"]),
+                 f"{100 * row['mfu']:.1f}%", format_size(row["memory_bytes"]),
+                 f"{100 * row['headroom']:.1f}% ({format_size(gpu_memory_bytes - row['memory_bytes'])})"]
+        table.add_row(*cells, *([str(row.get("equivalent", 0))] if same else []))
     return table
+
+
+def _oom_line(result: SearchResult) -> str:
+    return (f"[red bold]does not fit:[/red bold] no configuration of {result.model} fits in "
+            f"{format_size(result.gpu_memory_bytes)} per GPU with {100 * result.headroom:g}% headroom on "
+            f"{', '.join(str(c.gpus) for c in result.counts)} GPUs (more GPUs, a smaller batch or sequence; "
+            "--allow-oom exits 0)")
 
 
 def _render(result: SearchResult, top: int) -> None:
@@ -132,10 +153,17 @@ def _render(result: SearchResult, top: int) -> None:
     if not result.feasible:
         console.print("[red]no configuration fits in memory with this headroom[/red]")
         return
-    console.print(_rows_table(f"top {top} by step time", result.top(top), result.gpu_memory_bytes))
-    front = result.pareto_memory()
+    distinct, collapsed = distinct_top(result, top)
+    console.print(_rows_table(f"top {top} distinct configurations by step time ({collapsed} equivalent ones "
+                              "collapsed: same step time and memory)", distinct, result.gpu_memory_bytes))
+    front, slow = useful_front(result.pareto_memory())
     shown = _spread(front, MAX_FRONT_ROWS)
-    note = f" ({len(shown)} of {len(front)} points; all with --json)" if len(shown) < len(front) else ""
+    notes = []
+    if slow:
+        notes.append(f"{slow} points slower than {USEFUL_SLOWDOWN:g}× the fastest left out")
+    if len(shown) < len(front):
+        notes.append(f"{len(shown)} of {len(front)} points")
+    note = f" ({'; '.join(notes)}; all with --json)" if notes else ""
     console.print(_rows_table(f"Pareto front: step time vs memory per GPU{note}", shown, result.gpu_memory_bytes))
     if len(result.counts) > 1:
         console.print(_rows_table("Pareto front: step time vs GPU count", result.pareto_gpus(),
@@ -144,39 +172,64 @@ def _render(result: SearchResult, top: int) -> None:
         console.print(f"[bold]smallest cluster meeting the target: {result.min_gpus} GPUs[/bold]")
 
 
+M, C, P, B, S, X, Q = "model", "cluster", "parallelism", "batch", "schedule", "output", "search"
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``search`` command."""
 
-    @app.command("search")
+    @app.command("search", cls=PanelCommand, epilog=EXIT_CODES_HELP.replace(
+        "does not fit in GPU memory", "no configuration fits in GPU memory"))
     @handle_errors
     def search_command(
-        model: Annotated[str, typer.Option(help="model preset or path to config.json / YAML")] = "gpt3-175b",
-        cluster: Annotated[str, typer.Option(help="cluster preset (dgx-a100, dgx-h100, ...)")] = "dgx-a100",
-        gpus: Annotated[str, typer.Option(help=GPUS_HELP)] = "64",
-        global_batch: Annotated[int, typer.Option(help="sequences per optimizer step")] = 64,
-        seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 2048,
-        top: Annotated[int, typer.Option(min=1, help="rows shown and returned")] = 10,
-        headroom: Annotated[float, typer.Option(help="fraction of GPU memory left free")] = 0.05,
-        min_gpus: Annotated[bool, typer.Option("--min-gpus", help="find the fewest GPUs meeting the targets")] = False,
-        target_step_time: Annotated[Optional[str], typer.Option(help="--min-gpus target, e.g. 20s")] = None,
-        target_memory: Annotated[Optional[str], typer.Option(help="--min-gpus memory target per GPU, e.g. 60GiB")] = None,
-        zero: Annotated[Optional[str], typer.Option(help="ZeRO stages to search, e.g. 0,1 (default all)")] = None,
-        recompute: Annotated[Optional[str], typer.Option(help="recompute modes, e.g. selective,full")] = None,
-        schedule: Annotated[Optional[str], typer.Option(help="schedules, e.g. 1f1b,interleaved")] = None,
-        gpu: Annotated[Optional[str], typer.Option(help="GPU preset overriding the cluster's")] = None,
-        output: Annotated[Optional[Path], typer.Option(help="write every feasible configuration (CSV)")] = None,
+        ctx: typer.Context,
+        model: Annotated[str, typer.Option(rich_help_panel=M, help="model preset, config.json / YAML path, or a "
+                                           "Hugging Face repo id in the local cache")] = DEFAULTS.model,
+        cluster: ClusterOption = None,
+        gpu: GpuOption = None,
+        gpus: Annotated[str, typer.Option(rich_help_panel=P, help=GPUS_HELP)] = str(DEFAULTS.gpus),
+        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, show_default=False, help=(
+            "sequences per optimizer step [default: one per GPU of the largest --gpus]"))] = None,
+        seq_len: Annotated[int, typer.Option(rich_help_panel=B, help="tokens per sequence")] = DEFAULTS.seq_len,
+        top: Annotated[int, typer.Option(min=1, rich_help_panel=X, help="distinct configurations shown and "
+                                         "returned")] = 10,
+        headroom: Annotated[float, typer.Option(rich_help_panel=Q, help="fraction of GPU memory left free "
+                                                "(0-1)")] = 0.05,
+        min_gpus: Annotated[bool, typer.Option("--min-gpus", rich_help_panel=Q,
+                                               help="find the fewest GPUs meeting the targets")] = False,
+        target_step_time: Annotated[Optional[str], typer.Option(rich_help_panel=Q, help="--min-gpus target "
+                                                                "step time, e.g. 20s")] = None,
+        target_memory: Annotated[Optional[str], typer.Option(rich_help_panel=Q, help="--min-gpus memory target "
+                                                             "per GPU (bytes), e.g. 60GiB")] = None,
+        zero: Annotated[Optional[str], typer.Option(rich_help_panel=Q, help="ZeRO stages to search, e.g. 0,1 "
+                                                    "[default: all]")] = None,
+        recompute: Annotated[Optional[str], typer.Option(rich_help_panel=S, help="recompute modes, e.g. "
+                                                         "selective,full [default: all]")] = None,
+        schedule: Annotated[Optional[str], typer.Option(rich_help_panel=S, help="schedules, e.g. 1f1b,interleaved "
+                                                        "[default: all]")] = None,
+        output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
+                                                       "configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
-                                   "GPUs)")] = DEFAULT_GPU_SPEED_CV,
-        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+            min=0.0, max=0.5, rich_help_panel=C, show_default=f"{DEFAULT_GPU_SPEED_CV:.4f}",
+            help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
+                 "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write step time vs memory per GPU "
+                                                     "of every feasible configuration, coloured by layout "
+                                                     "(PNG)")] = None,
         calibration: Annotated[Optional[Path], typer.Option(
-            "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
+            "--calibration", rich_help_panel=C,
+            help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
+        allow_oom: AllowOomOption = False,
+        config: ConfigOption = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
         spec = load_model(model)
-        cluster_spec = load_cluster(cluster, gpu=gpu)
+        hardware = resolve_hardware(cluster, gpu)
+        cluster_spec = hardware.cluster
         calibration_data = load_calibration(calibration) if calibration is not None else None
         counts = parse_gpu_counts(gpus)
+        batch = global_batch if global_batch is not None else max(counts)
         if min_gpus and len(counts) == 1:
             counts = min_gpus_candidates(counts[0], cluster_spec.gpus_per_node)
         choices = SpaceChoices(
@@ -185,23 +238,41 @@ def register(app: typer.Typer) -> None:
             schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule"),
         )
         result = search(
-            spec, cluster_spec, counts, global_batch=global_batch, seq_len=seq_len, headroom=headroom,
+            spec, cluster_spec, counts, global_batch=batch, seq_len=seq_len, headroom=headroom,
             choices=choices, min_gpus=min_gpus,
             target_step_time_s=None if target_step_time is None else parse_time(target_step_time, allow_zero=False),
             target_memory_bytes=None if target_memory is None else parse_size(target_memory),
             calibration=calibration_data, gpu_speed_cv=gpu_speed_cv,
         )
+        header = setting_origins(ctx, {"model": model, "gpus": gpus, "seq_len": seq_len, "global_batch": batch})
+        if global_batch is None and header["global_batch"]["origin"] == "default":
+            header["global_batch"]["origin"] = "one per GPU"
         written = write_csv(result, output) if output is not None else None
+        if plot is not None:
+            from distcalc.plots_search import plot_search
+
+            plot_search(result, plot)
         if json_output:
             data = payload(result, top)
+            data.update(hardware=hardware.describe(), settings=header)
             if calibration is not None:
                 data["calibration"] = str(calibration)
             if output is not None:
                 data["output"] = {"path": str(output), "rows": written}
+            if plot is not None:
+                data["plot"] = str(plot)
             emit_json(data)
+            exit_if_oom(result.feasible > 0, allow_oom)
             return
+        if not result.feasible:
+            console.print(_oom_line(result))
+        console.print(hardware.headline())
+        console.print(settings_line(header))
         _render(result, top)
         if calibration is not None:
             console.print(f"[dim]step times use the calibration {calibration} (measured α/B, GEMM efficiency)[/dim]")
         if output is not None:
             console.print(f"{written:,} feasible configurations written to {output}")
+        if plot is not None:
+            console.print(f"plot written to {plot}")
+        exit_if_oom(result.feasible > 0, allow_oom)

@@ -12,6 +12,8 @@ import yaml
 
 from distcalc.errors import ConfigError
 from distcalc.model.hf import spec_from_hf_config
+from distcalc.model.hf_cache import cached_config_path, looks_like_repo_id
+from distcalc.suggest import did_you_mean
 from distcalc.model.spec import ModelSpec
 
 # Fields only distcalc's own spec files carry; a Hugging Face config.json never has them.
@@ -55,9 +57,22 @@ def _load_file(path: Path) -> ModelSpec:
     return ModelSpec(**data)
 
 
+def _load_hf_cached(repo_id: str) -> ModelSpec:
+    """The model of a Hugging Face repo id from its cached config.json (named after the repo)."""
+    path = cached_config_path(repo_id)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise ConfigError(f"cannot read the cached config.json of {repo_id!r} ({str(path)!r}): {error}") from error
+    if not isinstance(data, dict):
+        raise ConfigError(f"the cached config.json of {repo_id!r} does not hold a mapping of fields")
+    return spec_from_hf_config(data, repo_id.split("/")[-1])
+
+
 def load_model(name_or_path: str | Path) -> ModelSpec:
     """A model spec from a preset name (e.g. ``llama3-70b``), a ``config.json`` (or a directory holding
-    one), or a YAML/JSON file of :class:`ModelSpec` fields.
+    one), a YAML/JSON file of :class:`ModelSpec` fields, or a Hugging Face repo id (``owner/name``) whose
+    config.json is in the local Hugging Face cache (:mod:`distcalc.model.hf_cache`; offline).
 
     Raises :class:`ConfigError` naming the valid presets when the name is neither a file nor a preset."""
     text = str(name_or_path)
@@ -69,7 +84,9 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     key = text.strip().lower().replace("_", "-")
     if key in list_models():
         return _load_preset(key)
+    if looks_like_repo_id(text.strip()):
+        return _load_hf_cached(text.strip())
     raise ConfigError(
-        f"unknown model {text!r}: not a file and not a preset; presets: {', '.join(list_models())} "
-        "(or give a Hugging Face config.json / YAML path)"
+        f"unknown model {text!r}{did_you_mean(key, list_models())}: not a file, not a preset and not a Hugging "
+        f"Face repo id (owner/name); presets: {', '.join(list_models())} (distcalc presets models lists them)"
     )
