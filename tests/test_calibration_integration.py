@@ -208,7 +208,8 @@ def _cli_json(args):
 
 ANALYZE = ["analyze", "--model", MODEL, "--cluster", CLUSTER, "--gpus", "16", "--tp", "8", "--global-batch", "8",
            "--seq-len", "2048", "--sequence-parallel"]
-SEARCH = ["search", "--model", MODEL, "--cluster", CLUSTER, "--gpus", "8", "--global-batch", "16", "--top", "3"]
+SEARCH = ["search", "--model", MODEL, "--cluster", CLUSTER, "--gpus", "8", "--global-batch", "16", "--seq-len", "2048",
+          "--top", "3"]
 
 
 def test_analyze_cli_uses_the_calibration(slow_file):

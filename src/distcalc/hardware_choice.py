@@ -44,8 +44,8 @@ class Hardware:
         if c.inter is None or c.nics_per_node == 0:
             inter = "no inter-node network"
         else:
-            inter = (f"across nodes {c.nics_per_node}× {c.inter.name} {format_rate(c.inter.bandwidth_bytes_per_s)} "
-                     f"per node of {c.gpus_per_node} = {format_rate(c.inter_bandwidth_per_gpu_bytes_per_s)}/GPU, "
+            inter = (f"across nodes {c.nics_per_node}× {c.inter.name} NIC of {format_rate(c.inter.bandwidth_bytes_per_s)}"
+                     f" per node of {c.gpus_per_node} GPUs = {format_rate(c.inter_bandwidth_per_gpu_bytes_per_s)}/GPU, "
                      f"α {format_time(c.inter.latency_s)}")
         note = f"; overrides: {', '.join(self.overrides)}" if self.overrides else ""
         return (f"hardware: {count}{self.gpu.name} ({self.gpu_origin}) on {c.name} ({self.cluster_origin}): "

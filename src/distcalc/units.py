@@ -23,15 +23,57 @@ _RATE_RE = re.compile(
 )
 # (multiplier, divisor): dividing by 1e6 gives exactly 5e-06 for "5us", multiplying by 1e-6 does not.
 _TIME_UNITS = {"s": (1.0, 1.0), "ms": (1.0, 1e3), "us": (1.0, 1e6), "µs": (1.0, 1e6), "μs": (1.0, 1e6),
-               "ns": (1.0, 1e9), "min": (60.0, 1.0), "h": (3600.0, 1.0)}
-_TIME_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h)?\s*$")
+               "ns": (1.0, 1e9), "min": (60.0, 1.0), "h": (3600.0, 1.0), "d": (86400.0, 1.0),
+               "days": (86400.0, 1.0)}
+_TIME_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h|days|d)?\s*$")
+_SPLIT_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<rest>.*?)\s*$")
+_PREFIXES = ("", "k", "K", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi")
+SIZE_UNITS = tuple(f"{p}B" for p in _PREFIXES)
+RATE_UNITS = tuple(f"{p}B/s" for p in _PREFIXES) + tuple(f"{p}bps" for p in _PREFIXES if "i" not in p)
+TIME_UNITS = ("ns", "us", "ms", "s", "min", "h", "days")
+#: A bare number typed for an option is taken as bytes (B/s) only from these values up; below, it is far more
+#: likely a count of MiB or GB/s with the unit forgotten (``--bandwidth 400``), so it is refused.
+BARE_SIZE_MIN_BYTES = 1024
+BARE_RATE_MIN_BYTES_PER_S = 1e6
 
 MIB = 2**20  # bytes in one MiB
 GIB = 2**30  # bytes in one GiB
 
 SIZE_HELP = "a size such as 1GiB, 256MB, 1e9 or 1048576 (bytes; SI = 1000^k, IEC = 1024^k)"
 RATE_HELP = "a rate such as 450GB/s, 50GiB/s or 400Gbps (bits)"
-TIME_HELP = "a time such as 5us, 1.5ms or 2e-6 (seconds)"
+TIME_HELP = "a time such as 5us, 1.5ms, 20s, 10min, 2h or 2e-6 (seconds)"
+
+
+def unit_hint(text: str, units: tuple[str, ...]) -> str:
+    """`` (did you mean '1GiB'?)`` when ``text``'s unit is a unit of ``units`` typed in the wrong case or
+    misspelt (difflib), else ``""``."""
+    match = _SPLIT_RE.match(str(text))
+    if not match or not match.group("rest"):
+        return ""
+    number, unit = match.group("num"), match.group("rest").replace(" ", "")
+    hits = [u for u in units if u.lower() == unit.lower() and u != unit]
+    if not hits:
+        from difflib import get_close_matches
+
+        hits = get_close_matches(unit, units, n=2, cutoff=0.6)
+    return (" (did you mean " + " or ".join(repr(f"{number}{u}") for u in hits) + "?)") if hits else ""
+
+
+def require_unit(text: str, what: str) -> None:
+    """Refuse a bare number too small to be meant as bytes: ``what`` is ``"size"`` (below
+    :data:`BARE_SIZE_MIN_BYTES`, 0 allowed) or ``"rate"`` (below :data:`BARE_RATE_MIN_BYTES_PER_S`).
+    Command-line options call this before :func:`parse_size` / :func:`parse_rate`; files do not."""
+    for part in str(text).split(".."):
+        match = _SPLIT_RE.match(part)
+        if not match or match.group("rest"):
+            continue
+        value = float(match.group("num"))
+        if what == "rate" and 0 < value < BARE_RATE_MIN_BYTES_PER_S:
+            raise UnitParseError(f"invalid rate {text!r}: a bare number would be {value:g} B/s; give the unit, "
+                                 f"e.g. {part.strip()}GB/s (bytes) or {part.strip()}Gbps (bits)")
+        if what == "size" and 0 < value < BARE_SIZE_MIN_BYTES:
+            raise UnitParseError(f"invalid size {text!r}: a bare number would be {value:g} bytes; give the unit, "
+                                 f"e.g. {part.strip()}B, {part.strip()}KiB, {part.strip()}MiB or {part.strip()}GB")
 
 
 def _multiplier(prefix: str | None) -> float:
@@ -50,7 +92,7 @@ def parse_size(text: str | int | float, *, allow_zero: bool = False) -> int:
     else:
         match = _SIZE_RE.match(str(text))
         if not match or (match.group("unit") == "b"):
-            raise UnitParseError(f"invalid size {text!r}: expected {SIZE_HELP}")
+            raise UnitParseError(f"invalid size {text!r}{unit_hint(text, SIZE_UNITS)}: expected {SIZE_HELP}")
         value = float(match.group("num")) * _multiplier(match.group("prefix"))
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
         raise UnitParseError(f"invalid size {text!r}: must be a positive number of bytes ({SIZE_HELP})")
@@ -86,7 +128,7 @@ def parse_rate(text: str | int | float) -> float:
     else:
         match = _RATE_RE.match(str(text))
         if not match:
-            raise UnitParseError(f"invalid rate {text!r}: expected {RATE_HELP}")
+            raise UnitParseError(f"invalid rate {text!r}{unit_hint(text, RATE_UNITS)}: expected {RATE_HELP}")
         unit = match.group("unit") or "B/s"
         bits = unit in ("b/s", "bps", "bit/s", "bits/s")
         value = float(match.group("num")) * _multiplier(match.group("prefix")) / (8.0 if bits else 1.0)
@@ -102,7 +144,7 @@ def parse_time(text: str | int | float, *, allow_zero: bool = True) -> float:
     else:
         match = _TIME_RE.match(str(text))
         if not match:
-            raise UnitParseError(f"invalid time {text!r}: expected {TIME_HELP}")
+            raise UnitParseError(f"invalid time {text!r}{unit_hint(text, TIME_UNITS)}: expected {TIME_HELP}")
         multiplier, divisor = _TIME_UNITS[match.group("unit") or "s"]
         value = float(match.group("num")) * multiplier / divisor
     if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
@@ -133,11 +175,12 @@ def format_rate(bytes_per_s: float, *, digits: int = 4) -> str:
 
 
 def format_time(seconds: float, *, digits: int = 4) -> str:
-    """Format seconds with the largest unit that keeps the value ≥ 1: ``5e-6`` → ``'5 us'``."""
+    """Format seconds with the largest unit that keeps the value ≥ 1: ``5e-6`` → ``'5 us'``, ``90`` →
+    ``'1.5 min'``, ``4.7e6`` → ``'54.38 days'`` (min, h and days from 60 s, 1 h and 1 day up)."""
     magnitude = abs(seconds)
     if magnitude == 0:
         return "0 s"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+    for unit, scale in (("days", 86400.0), ("h", 3600.0), ("min", 60.0), ("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
         if magnitude >= scale:
             return f"{seconds / scale:.{digits}g} {unit}"
     return f"{seconds / 1e-9:.{digits}g} ns"

@@ -13,7 +13,7 @@ from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepRepor
 from distcalc.calibration import load_calibration
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
-    handle_errors, parse_or_exit, setting_origins, settings_line,
+    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -175,7 +175,8 @@ def register(app: typer.Typer) -> None:
             "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
             help="fused (flash) attention [default: on]")] = True,
         account_for_embedding_and_loss: Annotated[bool, typer.Option(
-            "--account-for-embedding-and-loss", rich_help_panel=S,
+            "--account-for-embedding-and-loss/--no-account-for-embedding-and-loss", rich_help_panel=S,
+            show_default=False,
             help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
                  "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
         gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
@@ -268,9 +269,9 @@ def register(app: typer.Typer) -> None:
 
         def render() -> None:
             if report.fits is False:
-                console.print(_oom_line(report, hardware.gpu.memory_bytes))
-            console.print(hardware.headline(config_.world_size))
-            console.print(settings_line(header))
+                print_line(_oom_line(report, hardware.gpu.memory_bytes))
+            print_line(hardware.headline(config_.world_size))
+            print_line(settings_line(header))
             _render(report, example)
 
         emit_report(report, json_output=json_output, plot=plot, render=render,

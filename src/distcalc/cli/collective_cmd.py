@@ -9,7 +9,9 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
+from distcalc.cli.common import (
+    ClusterOption, GpuOption, cluster_topology, console, emit_json, handle_errors, parse_or_exit, print_line,
+)
 from distcalc.collective import (
     Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
     valid_algorithms,
@@ -41,8 +43,16 @@ TOPOLOGY_HELP = {
 def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: Optional[str],
                    shape: Optional[str], gpus_per_node: Optional[int], intra_bandwidth: Optional[str],
                    intra_latency: Optional[str], inter_bandwidth: Optional[str], inter_latency: Optional[str],
-                   in_network_reduction: bool, oversubscription: float = 1.0) -> Topology:
-    """Turn the shared topology options (design §4) into a :class:`Topology`; defaults as in ``--help``."""
+                   in_network_reduction: bool, oversubscription: float = 1.0, cluster: Optional[str] = None,
+                   gpu: Optional[str] = None) -> Topology:
+    """Turn the shared topology options (design §4) into a :class:`Topology`; defaults as in ``--help``.
+    ``cluster``/``gpu`` (the hardware vocabulary of memory/analyze/search) build it from a cluster instead."""
+    if cluster or gpu:
+        given = [n for n, v in (("--bandwidth", bandwidth), ("--latency", latency), ("--intra-bandwidth",
+                 intra_bandwidth), ("--inter-bandwidth", inter_bandwidth)) if v is not None]
+        if given:
+            raise TopologyError(f"{', '.join(given)} and --cluster/--gpu both describe the network: give one")
+        return cluster_topology(cluster, gpu, gpus)[0]
     try:
         kind = TopologyKind(topology.strip().lower())
     except ValueError:
@@ -171,6 +181,8 @@ def collective_command(
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
                                               "calibrate`: replaces α and B with the values fitted for KIND."),
+    cluster: ClusterOption = None,
+    gpu: GpuOption = None,
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
@@ -180,7 +192,10 @@ def collective_command(
     kind_name = _parse_cli_kind(kind)
     sizes = parse_or_exit(parse_size_range, size, "--size")
     topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription,
+                          cluster, gpu)
+    if (cluster or gpu) and not json_output:
+        print_line(cluster_topology(cluster, gpu, gpus)[1].headline(gpus) + " (η·B: what NCCL achieves)")
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
         from distcalc.calibration import calibrated_topology, load_calibration
 

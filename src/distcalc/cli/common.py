@@ -20,6 +20,7 @@ from rich.console import Console
 
 from distcalc.errors import DistcalcError
 from distcalc.run_file import DEFAULTS, load_run_file
+from distcalc.units import require_unit
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
 # so tables are not truncated to 'algor…'.
@@ -92,10 +93,17 @@ def emit_json(payload: Any) -> None:
     sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
 
 
+_UNIT_KINDS = {"parse_rate": "rate", "parse_size": "size", "parse_size_range": "size"}
+
+
 def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
     """Run a unit parser on an option value; on error re-raise the same error type with the option named
-    (``--size: invalid size '-1': ...``), which :func:`handle_errors` turns into exit code 2."""
+    (``--size: invalid size '-1': ...``), which :func:`handle_errors` turns into exit code 2. A bare number too
+    small to be bytes (``--bandwidth 400``) is refused (:func:`distcalc.units.require_unit`)."""
     try:
+        kind = _UNIT_KINDS.get(getattr(parser, "__name__", ""))
+        if kind is not None:
+            require_unit(text, kind)
         return parser(text)
     except DistcalcError as error:
         raise type(error)(f"{option}: {error}") from None
@@ -170,7 +178,36 @@ def settings_line(settings: dict[str, dict[str, Any]]) -> str:
     return "settings: " + " · ".join(parts)
 
 
+def print_line(text: str) -> None:
+    """Print one header line unwrapped (``hardware: …``, ``settings: …``, ``does not fit: …``)."""
+    console.print(text, soft_wrap=True)
+
+
 def exit_if_oom(fits: Optional[bool], allow_oom: bool) -> None:
     """Exit with :data:`EXIT_OOM` when the report said the configuration does not fit (and no --allow-oom)."""
     if fits is False and not allow_oom:
         raise typer.Exit(EXIT_OOM)
+
+
+def cluster_topology(cluster: Optional[str], gpu: Optional[str], gpus: int) -> tuple[Any, Any]:
+    """(topology, hardware) for ``collective``/``simulate --cluster/--gpu``: N GPUs of the cluster as one
+    NVSwitch node (N ≤ GPUs per node: a switch at the in-node link's η·B) or as nodes of g GPUs with one NIC
+    share each (hierarchical: η·B in node, η·B of the NICs per GPU across nodes); α from the link presets."""
+    from distcalc.hardware_choice import resolve_hardware
+    from distcalc.topology import TopologyKind, make_topology
+
+    hardware = resolve_hardware(cluster, gpu)
+    c = hardware.cluster
+    if c.intra_topology != "switch":
+        raise DistcalcError(f"--cluster {c.name}: its in-node network is a {c.intra_topology}; give --topology "
+                            f"{c.intra_topology} --shape … with the link numbers (distcalc presets links)")
+    intra_b = c.intra.efficiency * c.intra.bandwidth_bytes_per_s
+    if gpus <= c.gpus_per_node:
+        return make_topology(TopologyKind.SWITCH, gpus, intra_b, c.intra.latency_s,
+                             in_network_reduction=c.in_network_reduction), hardware
+    if c.inter is None or c.nics_per_node == 0:
+        raise DistcalcError(f"--gpus {gpus}: cluster {c.name} has no inter-node network and {c.gpus_per_node} "
+                            "GPUs per node")
+    inter_b = c.inter.efficiency * c.inter_bandwidth_per_gpu_bytes_per_s
+    return make_topology(TopologyKind.HIERARCHICAL, gpus, intra_b, c.intra.latency_s, gpus_per_node=c.gpus_per_node,
+                         inter_bandwidth_bytes_per_s=inter_b, inter_latency_s=c.inter.latency_s), hardware

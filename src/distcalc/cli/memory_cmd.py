@@ -10,7 +10,7 @@ from rich.table import Table
 
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
-    handle_errors, setting_origins, settings_line,
+    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -108,6 +108,13 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     plt.close(fig)
 
 
+def _size0(text: str) -> int:
+    return parse_size(text, allow_zero=True)
+
+
+_size0.__name__ = "parse_size"  # parse_or_exit's unit check: a size
+
+
 def _oom_line(report: MemoryReport) -> str:
     """The first line when the worst stage does not fit: how much it needs of how much."""
     gpu = report.gpu
@@ -157,7 +164,8 @@ def register(app: typer.Typer) -> None:
             "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
             help="fused attention, no s×s scores stored [default: on]")] = True,
         account_for_embedding_and_loss: Annotated[bool, typer.Option(
-            "--account-for-embedding-and-loss", rich_help_panel=S,
+            "--account-for-embedding-and-loss/--no-account-for-embedding-and-loss", rich_help_panel=S,
+            show_default=False,
             help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
                  "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
                  "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
@@ -186,8 +194,8 @@ def register(app: typer.Typer) -> None:
             micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
             flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
         )
-        options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_size(comm_buffer, allow_zero=True),
-                                cuda_context_bytes=parse_size(cuda_context, allow_zero=True),
+        options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_or_exit(_size0, comm_buffer, "--comm-buffer"),
+                                cuda_context_bytes=parse_or_exit(_size0, cuda_context, "--cuda-context"),
                                 allocator_reserve_fraction=allocator_reserve)
         report = memory_report(spec, config_, hardware.gpu, options)
         settings = setting_origins(ctx, {"model": model, "gpus": world, "seq_len": seq_len,
@@ -201,9 +209,9 @@ def register(app: typer.Typer) -> None:
 
         def render() -> None:
             if not report.fits:
-                console.print(_oom_line(report))
-            console.print(hardware.headline(config_.world_size))
-            console.print(settings_line(settings))
+                print_line(_oom_line(report))
+            print_line(hardware.headline(config_.world_size))
+            print_line(settings_line(settings))
             _render(report)
 
         emit_report(report, json_output=json_output, plot=plot, render=render,

@@ -12,7 +12,7 @@ from rich.table import Table
 from distcalc.calibration import load_calibration
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_json, exit_if_oom,
-    handle_errors, setting_origins, settings_line,
+    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -28,6 +28,10 @@ from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 MAX_FRONT_ROWS = 12
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")
+
+
+def _positive_time(text: str) -> float:
+    return parse_time(text, allow_zero=False)
 
 
 def _choice_list(text: str | None, valid: tuple, option: str, convert=str) -> tuple:
@@ -240,8 +244,10 @@ def register(app: typer.Typer) -> None:
         result = search(
             spec, cluster_spec, counts, global_batch=batch, seq_len=seq_len, headroom=headroom,
             choices=choices, min_gpus=min_gpus,
-            target_step_time_s=None if target_step_time is None else parse_time(target_step_time, allow_zero=False),
-            target_memory_bytes=None if target_memory is None else parse_size(target_memory),
+            target_step_time_s=None if target_step_time is None else parse_or_exit(
+                _positive_time, target_step_time, "--target-step-time"),
+            target_memory_bytes=None if target_memory is None else parse_or_exit(
+                parse_size, target_memory, "--target-memory"),
             calibration=calibration_data, gpu_speed_cv=gpu_speed_cv,
         )
         header = setting_origins(ctx, {"model": model, "gpus": gpus, "seq_len": seq_len, "global_batch": batch})
@@ -265,9 +271,9 @@ def register(app: typer.Typer) -> None:
             exit_if_oom(result.feasible > 0, allow_oom)
             return
         if not result.feasible:
-            console.print(_oom_line(result))
-        console.print(hardware.headline())
-        console.print(settings_line(header))
+            print_line(_oom_line(result))
+        print_line(hardware.headline())
+        print_line(settings_line(header))
         _render(result, top)
         if calibration is not None:
             console.print(f"[dim]step times use the calibration {calibration} (measured α/B, GEMM efficiency)[/dim]")

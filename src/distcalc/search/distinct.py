@@ -24,9 +24,11 @@ _RECOMPUTE_ORDER = {"none": 0, "selective": 1, "full": 2}
 
 
 def simplicity(row: dict[str, Any]) -> tuple:
-    """Sort key: fewer features first (no recomputation, lower ZeRO, no CP/EP, no interleaving, larger DP)."""
+    """Sort key: fewer features first (no recomputation, lower ZeRO, no CP/EP, no interleaving, larger DP, no
+    embedding/loss split, smaller micro-batch)."""
     return (_RECOMPUTE_ORDER.get(str(row["recompute"]), 3), row["zero"], row["cp"], row["ep"], row["vpp"],
-            row["tp"], row["pp"], int(bool(row["sequence_parallel"])), row["micro_batch"])
+            row["tp"], row["pp"], int(bool(row["sequence_parallel"])),
+            int(bool(row.get("account_for_embedding_and_loss"))), row["micro_batch"])
 
 
 def _same(a: float, b: float) -> bool:

@@ -1,0 +1,261 @@
+"""A newcomer's first runs: one hardware vocabulary, readable help, honest headlines, shared defaults and run
+files, presets, human units, distinct search results, one error style (all through the CLI runner)."""
+
+import json
+import re
+
+import pytest
+from typer.testing import CliRunner
+
+from distcalc.cli import app
+from distcalc.run_file import DEFAULTS, dump_run_file, load_run_file
+from distcalc.units import format_time
+
+runner = CliRunner()
+
+
+def _run(args, **kwargs):
+    return runner.invoke(app, args, **kwargs)
+
+
+# 1. one hardware vocabulary ---------------------------------------------------------------------------------
+
+def test_gpu_override_names_the_network_that_remains():
+    result = _run(["analyze", "--model", "llama3-8b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "8"])
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("hardware: 8× a100-80gb") and "dgx-a100 (chosen for --gpu a100-80gb)" in first
+    assert "nvlink3" in first and "ib-hdr" in first
+
+
+def test_gpu_the_cluster_cannot_host_is_refused():
+    result = _run(["analyze", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpu", "a100-40gb"])
+    assert result.exit_code == 2
+    assert "cannot host it" in result.output and "nvlink3" in result.output and "dgx-a100" in result.output
+
+
+def test_same_link_gpu_replaces_and_keeps_the_network():
+    result = _run(["memory", "--cluster", "dgx-h100", "--gpu", "h200", "--tp", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["hardware"] == {"cluster": "dgx-h100", "cluster_origin": "preset", "gpu": "h200",
+                                "gpu_origin": "--gpu, replacing h100-sxm", "overrides": [],
+                                "intra_link": "nvlink4", "inter_link": "ib-ndr"}
+
+
+def test_cluster_from_a_yaml_file(tmp_path):
+    path = tmp_path / "mycluster.yaml"
+    path.write_text("gpu: h100-sxm\ngpus_per_node: 4\nintra: nvlink4\ninter: eth-400g\nnics_per_node: 4\n")
+    result = _run(["search", "--model", "llama3-8b", "--cluster", str(path), "--gpus", "16", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["hardware"]["cluster_origin"] == "file mycluster.yaml" and data["hardware"]["inter_link"] == "eth-400g"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("gpu: h100-sxm\n")
+    result = _run(["memory", "--cluster", str(bad)])
+    assert result.exit_code == 2 and "needs the keys gpu, gpus_per_node and intra" in result.output
+
+
+@pytest.mark.parametrize("command", ["collective", "simulate"])
+def test_collective_and_simulate_take_the_cluster(command):
+    result = _run([command, "allreduce", "--cluster", "dgx-h100", "--gpus", "16", "--size", "16MiB"])
+    assert result.exit_code == 0, result.output
+    assert "hierarchical 2×8" in result.output
+    if command == "collective":
+        assert result.stdout.startswith("hardware: 16× h100-sxm")
+    clash = _run([command, "allreduce", "--cluster", "dgx-h100", "--bandwidth", "10GB/s"])
+    assert clash.exit_code == 2 and "give one" in clash.output
+
+
+# 2. help that reads at 80 columns ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["memory", "analyze", "search", "collective", "simulate", "presets"])
+def test_help_at_80_columns_keeps_every_option_name_whole(command):
+    import typer.main
+
+    result = _run([command, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
+    assert result.exit_code == 0
+    text = result.stdout
+    click_command = typer.main.get_command(app).commands[command]
+    names = [opt for param in click_command.params for opt in param.opts + param.secondary_opts
+             if opt.startswith("--")]
+    assert names
+    for name in names:
+        assert re.search(rf"(^|[\s/,]){re.escape(name)}($|[\s/,=])", text, re.M), f"{name} cut in {command} --help"
+    assert "<bool>" not in text and "╭" not in text
+    assert not re.search(r"\d\.\d{7,}", text), "unrounded default"
+    assert max(len(line) for line in text.splitlines()) <= 80
+
+
+def test_numeric_options_state_their_unit():
+    text = _run(["memory", "--help"], env={"COLUMNS": "80"}).stdout
+    for fragment in ("tokens per sequence", "sequences per micro-batch", "(bytes, e.g. 512MiB)", "(fraction"):
+        assert fragment in " ".join(text.split())
+
+
+# 3. honest headlines ------------------------------------------------------------------------------------------
+
+def test_analyze_that_does_not_fit_says_so_first_and_exits_3():
+    result = _run(["analyze", "--model", "llama3-8b", "--gpus", "1"])
+    assert result.exit_code == 3
+    assert result.stdout.splitlines()[0].startswith("does not fit: the worst pipeline stage needs")
+    allowed = _run(["analyze", "--model", "llama3-8b", "--gpus", "1", "--allow-oom", "--json"])
+    assert allowed.exit_code == 0
+    assert json.loads(allowed.stdout)["fits"] is False
+
+
+def test_memory_and_search_exit_3_when_nothing_fits():
+    result = _run(["memory", "--model", "llama3-70b", "--json"])
+    assert result.exit_code == 3 and json.loads(result.stdout)["fits"] is False
+    result = _run(["search", "--model", "llama3-405b", "--gpus", "1"])
+    assert result.exit_code == 3 and result.stdout.startswith("does not fit: no configuration")
+    fits = _run(["memory", "--model", "llama3-8b", "--tp", "8", "--json"])
+    assert fits.exit_code == 0 and json.loads(fits.stdout)["fits"] is True
+
+
+# 4. one set of defaults, printed; run files ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("command", ["memory", "analyze", "search"])
+def test_one_set_of_defaults_printed_in_the_header(command):
+    args = [command, "--json", "--allow-oom"] + (["--tp", "1"] if command == "analyze" else [])
+    data = json.loads(_run(args).stdout)
+    settings = data["settings"]
+    assert settings["model"] == {"value": DEFAULTS.model, "origin": "default"}
+    assert settings["seq_len"] == {"value": DEFAULTS.seq_len, "origin": "default"}
+    assert str(settings["gpus"]["value"]) == str(DEFAULTS.gpus)
+    assert data["hardware"]["cluster"] == DEFAULTS.cluster and data["hardware"]["cluster_origin"] == "default"
+    table = _run([command, "--allow-oom"] + (["--tp", "1"] if command == "analyze" else []))
+    assert f"settings: model {DEFAULTS.model} (default)" in table.stdout
+
+
+def test_run_file_with_command_line_override(tmp_path):
+    run = tmp_path / "run.yaml"
+    run.write_text(dump_run_file({"model": "llama3-70b", "gpus": 64, "tp": 8, "pp": 4, "seq_len": 8192,
+                                  "global_batch": 128, "sequence_parallel": True}, "analyze"))
+    result = _run(["analyze", "--config", str(run), "--json", "--pp", "2", "--allow-oom"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["config"]["pp"] == 2 and data["config"]["tp"] == 8 and data["config"]["sequence_parallel"] is True
+    assert data["settings"]["seq_len"] == {"value": 8192, "origin": "run file"}
+    assert data["settings"]["model"]["origin"] == "run file"
+
+
+def test_run_file_errors_are_one_line(tmp_path):
+    run = tmp_path / "run.yaml"
+    run.write_text("seq-lenght: 8192\n")
+    result = _run(["memory", "--config", str(run)])
+    assert result.exit_code == 2
+    assert "unknown key 'seq-lenght' (did you mean 'seq_len'?)" in result.output
+    assert result.output.startswith("error:") and len(result.output.strip().splitlines()) == 1
+
+
+def test_run_file_round_trip(tmp_path):
+    from distcalc.parallel import Recompute
+
+    path = tmp_path / "r.yaml"
+    path.write_text(dump_run_file({"seq_len": 8192, "recompute": Recompute.FULL, "gpu": None}))
+    assert load_run_file(path, ["seq_len", "recompute", "gpu"]) == {"seq_len": 8192, "recompute": "full"}
+
+
+# 5. presets, did you mean, Hugging Face cache ----------------------------------------------------------------
+
+@pytest.mark.parametrize("kind, name, fragment", [("models", "llama3-70b", "80 layers"),
+                                                 ("gpus", "h100-sxm", "989 TFLOP/s"),
+                                                 ("clusters", "dgx-h100", "nvlink4"),
+                                                 ("links", "ib-ndr", "per direction")])
+def test_presets_lists_key_numbers_and_sources(kind, name, fragment):
+    data = json.loads(_run(["presets", kind, "--json"]).stdout)
+    row = next(r for r in data[kind] if r["name"] == name)
+    assert fragment in row["key numbers"] and row["source"]
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["memory", "--model", "llama3-7b"], "did you mean 'llama3-70b'"),
+    (["memory", "--gpu", "h100"], "did you mean"),
+    (["analyze", "--cluster", "dgx-h10"], "did you mean 'dgx-h100'"),
+    (["presets", "modls"], "did you mean 'models'"),
+])
+def test_did_you_mean(args, hint):
+    result = _run(args)
+    assert result.exit_code == 2 and hint in result.output
+
+
+def _hf_cache(root, repo_id, config):
+    folder = root / ("models--" + repo_id.replace("/", "--"))
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text(commit)
+    snapshot = folder / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text(json.dumps(config))
+
+
+def test_hugging_face_repo_id_from_the_local_cache(tmp_path, monkeypatch):
+    config = {"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 128256,
+              "max_position_embeddings": 8192}
+    _hf_cache(tmp_path, "meta-llama/Meta-Llama-3-8B", config)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    result = _run(["memory", "--model", "meta-llama/Meta-Llama-3-8B", "--tp", "8", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"]["name"] == "Meta-Llama-3-8B" and data["model"]["parameters"] == 8_030_261_248
+    missing = _run(["memory", "--model", "meta-llama/Llama-2-7b"])
+    assert missing.exit_code == 2 and "no config.json for this Hugging Face repo in the local cache" in missing.output
+
+
+# 7. human units ------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, fragment", [
+    (["collective", "allreduce", "--bandwidth", "400"], "a bare number would be 400 B/s"),
+    (["collective", "allreduce", "--size", "1gib"], "did you mean '1GiB'?"),
+    (["collective", "allreduce", "--size", "400"], "a bare number would be 400 bytes"),
+    (["memory", "--comm-buffer", "512"], "give the unit"),
+    (["analyze", "--model", "llama3-8b", "--inter-bandwidth", "400gbps"], "did you mean '400Gbps'?"),
+])
+def test_units_refused_with_a_hint(args, fragment):
+    result = _run(args)
+    assert result.exit_code == 2 and fragment in result.output
+
+
+def test_durations_in_minutes_hours_days():
+    assert format_time(90.0) == "1.5 min"
+    assert format_time(2 * 3600.0) == "2 h"
+    assert format_time(4.7e6) == "54.4 days"
+    assert format_time(59.0) == "59 s"
+    result = _run(["collective", "allreduce", "--bandwidth", "1MB/s", "--size", "64GiB"])
+    assert result.exit_code == 0, result.output
+    assert "best: direct 1.392 days" in result.stdout  # 2 steps of 7/8 · 64 GiB at 1 MB/s = 120,259 s
+
+
+# 8. search: distinct configurations, useful front, plot ----------------------------------------------------------
+
+def test_search_top_is_distinct_and_front_useful(tmp_path):
+    plot = tmp_path / "search.png"
+    args = ["search", "--model", "llama3-70b", "--gpus", "256", "--global-batch", "512", "--seq-len", "8192",
+            "--top", "5"]
+    data = json.loads(_run(args + ["--json", "--plot", str(plot)]).stdout)
+    rows = data["results"]
+    assert len(rows) == 5 and data["results_equivalent_collapsed"] >= 1
+    keys = {(r["step_time_s"], r["memory_bytes"]) for r in rows}
+    assert len(keys) == 5  # no two rows are the same result
+    assert plot.stat().st_size > 10_000
+    table = _run(args).stdout
+    assert "distinct configurations" in table and "equivalent ones collapsed" in table
+    assert "slower than 2× the fastest left out" in table
+
+
+# 10. one error style -------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, fragment", [
+    (["memory", "--tpp", "3"], "no such option: --tpp"),
+    (["memory", "--tp", "x"], "'--tp'"),
+    (["nonsense"], "no such command 'nonsense'"),
+    (["collective", "allreduce", "--size"], "requires an argument"),
+    (["memory", "--model", "gpt-5"], "unknown model 'gpt-5'"),
+])
+def test_every_refusal_is_one_error_line(args, fragment):
+    result = _run(args)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.output
