@@ -113,3 +113,17 @@ def test_config_json_import_equals_preset(pair, tp, pp, zero, recompute, sp):
     a = memory_report(load_model(FIXTURES / filename), config, "h100-sxm")
     b = memory_report(preset, config, "h100-sxm")
     assert a.model_dump(exclude={"model_name"}) == b.model_dump(exclude={"model_name"})
+
+
+from hypothesis import given as _given, strategies as _st  # noqa: E402
+
+from distcalc.parallel import stage_layer_count as _stage_layer_count  # noqa: E402
+
+
+@_given(_st.integers(2, 64), _st.integers(0, 8), _st.integers(0, 8), _st.integers(1, 8))
+def test_uneven_ends_hold_every_layer_once(pp, first, last, per_stage):
+    """Uneven ends: the stages' layer counts add up to L (and every stage holds at least one layer)."""
+    given = int(first > 0) + int(last > 0)
+    layers = first + last + per_stage * (pp - given)
+    counts = [float(_stage_layer_count(layers, s, pp, 0, first, last)) for s in range(pp)]
+    assert sum(counts) == layers and min(counts) >= 1

@@ -259,3 +259,66 @@ def test_every_refusal_is_one_error_line(args, fragment):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], result.output
+
+
+# 6. uneven pipeline splits ---------------------------------------------------------------------------------------
+
+DSV3_PP16 = ["--model", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64", "--first-stage-layers", "4",
+             "--last-stage-layers", "1", "--global-batch", "15360", "--seq-len", "4096", "--zero", "1",
+             "--recompute", "full"]
+
+
+def test_deepseek_v3_on_pp16_with_its_real_batch():
+    even = DSV3_PP16[:8] + DSV3_PP16[12:]  # without --first/--last-stage-layers
+    assert "--first-stage-layers" not in even and "--last-stage-layers" not in even
+    refused = _run(["memory", *even])
+    assert refused.exit_code == 2 and "uneven ends with --first-stage-layers" in refused.output
+    memory = json.loads(_run(["memory", *DSV3_PP16, "--json", "--allow-oom"]).stdout)
+    stages = memory["memory"]["stages"]
+    assert [s["layers"] for s in stages] == [4] + [4] * 14 + [1]
+    assert stages[0]["moe_layers"] == 1 and stages[1]["moe_layers"] == 4  # DeepSeek-V3's first 3 layers are dense
+    result = _run(["analyze", *DSV3_PP16, "--json", "--allow-oom"])
+    assert result.exit_code in (0, 3), result.output
+    data = json.loads(result.stdout)
+    assert data["config"]["first_stage_layers"] == 4 and data["config"]["last_stage_layers"] == 1
+    assert data["config"]["global_batch"] == 15360 and data["step_time_s"] > 0
+
+
+def test_uneven_ends_refused_when_they_do_not_split():
+    result = _run(["memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4",
+                   "--first-stage-layers", "7"])
+    assert result.exit_code == 2 and "do not split evenly over the other 3 of pp(4) stages" in result.output
+    result = _run(["analyze", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--vpp", "2",
+                   "--first-stage-layers", "8"])
+    assert result.exit_code == 2 and "vpp 1" in result.output
+
+
+def test_uneven_ends_change_the_stage_that_paces_the_step():
+    base = ["analyze", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--global-batch", "64",
+            "--json", "--allow-oom"]
+    even = json.loads(_run(base).stdout)
+    heavy = json.loads(_run(base + ["--first-stage-layers", "17", "--last-stage-layers", "17"]).stdout)
+    light = json.loads(_run(base + ["--first-stage-layers", "23", "--last-stage-layers", "23"]).stdout)
+    # 17/23/23/17 layers: the middle stages pace; 23/17/17/23: the ends (with embedding and head) pace
+    assert heavy["step_time_s"] > even["step_time_s"] and light["step_time_s"] > heavy["step_time_s"]
+
+
+def test_search_prices_uneven_ends_like_analyze(tmp_path):
+    out = tmp_path / "uneven.csv"
+    args = ["search", "--model", "deepseek-v3", "--gpus", "256", "--global-batch", "512", "--seq-len", "4096",
+            "--first-stage-layers", "4", "--last-stage-layers", "1", "--zero", "1", "--recompute", "full",
+            "--schedule", "1f1b", "--output", str(out), "--json", "--allow-oom"]
+    data = json.loads(_run(args).stdout)
+    assert data["feasible"] > 0
+    import csv
+
+    rows = [r for r in csv.DictReader(out.open()) if r["pp"] == "16"]
+    assert rows and all(r["first_stage_layers"] == "4" and r["last_stage_layers"] == "1" for r in rows)
+    row = min(rows, key=lambda r: float(r["step_time_s"]))
+    again = json.loads(_run(["analyze", "--model", "deepseek-v3", "--gpus", "256", "--tp", row["tp"], "--pp", "16",
+                             "--cp", row["cp"], "--ep", row["ep"], "--micro-batch", row["micro_batch"],
+                             "--global-batch", "512", "--seq-len", "4096", "--zero", "1", "--recompute", "full",
+                             "--first-stage-layers", "4", "--last-stage-layers", "1", "--json", "--allow-oom"]
+                            + (["--sequence-parallel"] if row["sequence_parallel"] == "True" else [])).stdout)
+    assert again["step_time_s"] == pytest.approx(float(row["step_time_s"]), rel=1e-9)
+    assert again["memory"]["total_bytes"] == pytest.approx(float(row["memory_bytes"]), rel=1e-9)

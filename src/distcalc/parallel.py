@@ -136,6 +136,12 @@ class ParallelConfig(BaseModel):
     account_for_embedding_and_loss: bool = Field(
         False, description="the embedding and the output layer + loss each take one layer's slot in the pipeline "
                            "split: the first and the last stage hold one transformer layer fewer")
+    first_stage_layers: int | None = Field(
+        None, gt=0, description="transformer layers on the first pipeline stage (Megatron-Core "
+                                "--decoder-first-pipeline-num-layers); the other stages share the rest evenly")
+    last_stage_layers: int | None = Field(
+        None, gt=0, description="transformer layers on the last pipeline stage (Megatron-Core "
+                                "--decoder-last-pipeline-num-layers)")
 
     def __init__(self, **data: object) -> None:
         # Cross-field checks run outside pydantic validators so that they raise ConfigError itself (pydantic
@@ -186,6 +192,11 @@ class ParallelConfig(BaseModel):
             )
         if self.vpp > 1 and self.schedule != Schedule.INTERLEAVED:
             raise ConfigError(f"vpp({self.vpp}) > 1 needs schedule interleaved (got {self.schedule.value})")
+        uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
+        if uneven and (self.pp < 2 or self.vpp > 1 or self.account_for_embedding_and_loss):
+            raise ConfigError(
+                f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 and no embedding/loss split (got "
+                f"pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss({self.account_for_embedding_and_loss}))")
         if self.schedule == Schedule.INTERLEAVED and (self.vpp < 2 or self.pp < 2):
             raise ConfigError(
                 f"schedule interleaved needs pp >= 2 and vpp >= 2 (got pp({self.pp}), vpp({self.vpp}))"
@@ -227,6 +238,28 @@ def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike) -> ArrayLike:
     return np.where(np.asarray(pp) > 1, np.asarray(split, dtype=np.int64), 0)
 
 
+def stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike = 0, first: ArrayLike = 0,
+                      last: ArrayLike = 0) -> tuple[Any, Any, Any]:
+    """(first, middle, last) transformer layers per stage, float arrays. Even: L/pp each; with ``split`` (the
+    embedding and the loss a slot each) (L + 2)/pp in the middle and one fewer at both ends; with ``first``
+    and/or ``last`` > 0 (Megatron-Core ``--decoder-first/last-pipeline-num-layers``, uneven stages) those
+    counts at the ends and the rest shared evenly by the other stages (0: not given). With pp = 2 and both
+    ends given there is no middle stage; its count is then the larger end's (it only paces a middle stage
+    when pp ≥ 3)."""
+    p = np.asarray(pp, dtype=float)
+    e = pipeline_slots_offset(split, pp)
+    f_in, l_in = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
+    uneven = (f_in > 0) | (l_in > 0)
+    mid_even = (layers + 2.0 * e) / p
+    given = np.where(f_in > 0, 1, 0) + np.where(l_in > 0, 1, 0)
+    others = np.maximum(p - given, 1.0)
+    rest = (layers - f_in - l_in) / others
+    f_out = np.where(uneven, np.where(f_in > 0, f_in, rest), mid_even - e)
+    l_out = np.where(uneven, np.where(l_in > 0, l_in, rest), mid_even - e)
+    mid = np.where(uneven, np.where(p - given >= 1, rest, np.maximum(f_out, l_out)), mid_even)
+    return f_out, mid, l_out
+
+
 def chunk_layer_range(layers: int, chunk: ArrayLike, pp: ArrayLike, vpp: ArrayLike, split: ArrayLike = 0):
     """Transformer layers ``[start, stop)`` of global model chunk ``chunk`` (stage ``chunk mod pp``, Megatron's
     interleaved layout: stage i holds chunks i, i + pp, …). The L layers (+ 2 slots for the embedding and the
@@ -240,13 +273,28 @@ def chunk_layer_range(layers: int, chunk: ArrayLike, pp: ArrayLike, vpp: ArrayLi
     return start, stop
 
 
-def stage_layer_count(layers: int, stage: ArrayLike, pp: ArrayLike, split: ArrayLike = 0) -> ArrayLike:
+def stage_layer_count(layers: int, stage: ArrayLike, pp: ArrayLike, split: ArrayLike = 0, first: ArrayLike = 0,
+                      last: ArrayLike = 0) -> ArrayLike:
     """Transformer layers held by pipeline stage ``stage``: L/pp, or with ``split`` (L + 2)/pp less one on the
-    first and on the last stage (:func:`chunk_layer_range`). Elementwise on arrays; float."""
-    e = pipeline_slots_offset(split, pp)
-    p = np.asarray(pp, dtype=float)
+    first and on the last stage (:func:`chunk_layer_range`), or with uneven ends ``first``/``last``
+    (:func:`stage_layer_split`). Elementwise on arrays; float."""
     s = np.asarray(stage)
-    return (layers + 2.0 * e) / p - e * ((s == 0).astype(float) + (s == np.asarray(pp) - 1).astype(float))
+    if not (np.any(np.asarray(first)) or np.any(np.asarray(last))):
+        e = pipeline_slots_offset(split, pp)
+        p = np.asarray(pp, dtype=float)
+        return (layers + 2.0 * e) / p - e * ((s == 0).astype(float) + (s == np.asarray(pp) - 1).astype(float))
+    f, m, l_ = stage_layer_split(layers, pp, split, first, last)
+    return np.where(s == 0, f, np.where(s == np.asarray(pp) - 1, l_, m))
+
+
+def stage_layer_range(layers: int, stage: ArrayLike, pp: ArrayLike, first: ArrayLike = 0, last: ArrayLike = 0):
+    """Transformer layers ``[start, stop)`` of stage ``stage`` with uneven ends (vpp = 1): the first stage
+    [0, f), a middle stage s [f + (s − 1)·m, f + s·m), the last [L − l, L). Elementwise; int64."""
+    f, m, _ = stage_layer_split(layers, pp, 0, first, last)
+    s = np.asarray(stage)
+    start = np.where(s == 0, 0.0, f + (s - 1) * m)
+    stop = np.where(s == np.asarray(pp) - 1, float(layers), np.where(s == 0, f, f + s * m))
+    return np.rint(start).astype(np.int64), np.rint(stop).astype(np.int64)
 
 
 def _divisors(n: int) -> str:
@@ -281,7 +329,16 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"valid {degree_name}: {_divisors(value)}"
             )
     stages = config.pp * config.vpp
-    if config.account_for_embedding_and_loss and config.pp > 1:
+    first, last = config.first_stage_layers or 0, config.last_stage_layers or 0
+    if first or last:
+        given = (1 if first else 0) + (1 if last else 0)
+        rest, others = spec.num_hidden_layers - first - last, config.pp - given
+        if rest < 0 or (others == 0 and rest != 0) or (others > 0 and (rest % others or rest // others < 1)):
+            raise ConfigError(
+                f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) - first({first}) - last({last}) = "
+                f"{rest} layers do not split evenly over the other {others} of pp({config.pp}) stages "
+                "(at least one layer each)")
+    elif config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
         if slots % stages or slots // config.pp < 2:
             raise ConfigError(
@@ -290,8 +347,8 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"per stage); valid pp·vpp: {_divisors(slots)}"
             )
     elif spec.num_hidden_layers % stages:
-        hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}"
-                if config.pp > 1 else "")
+        hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}, or "
+                "uneven ends with --first-stage-layers/--last-stage-layers" if config.pp > 1 else "")
         raise ConfigError(
             f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by pp({config.pp}) * "
             f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"

@@ -21,7 +21,7 @@ from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
-from distcalc.parallel import pipeline_slots_offset
+from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
 from distcalc.variability import slowest_gpu_factor
@@ -29,7 +29,7 @@ from distcalc.variability import slowest_gpu_factor
 ACT_BYTES = 2.0
 MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention", "gpus")
 BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
-DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss")
+DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")
 
 
 def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -178,14 +178,14 @@ def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray],
     return {"p2p_transfer": total(entries, lambda x: True), "_entries": entries}
 
 
-def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0) -> Any:
+def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, first: Any = 0, last: Any = 0) -> Any:
     """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding or head;
-    with ``split`` (embedding and loss in the pipeline split) a middle stage's one more layer may be larger."""
+    with ``split`` (embedding and loss in the pipeline split) a middle stage's one more layer may be larger;
+    with uneven ends (``first``/``last``) the larger end."""
     expert = d.expert_parameters_per_layer
-    slots = pipeline_slots_offset(split, pp)
     per_layer = (d.parameters_per_layer - expert) / tp + expert / (tp * ep)
-    lps_mid = (d.layers + 2.0 * slots) / np.asarray(pp, dtype=float)
-    end = (lps_mid - slots) * per_layer + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
+    lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, split, first, last)
+    end = np.maximum(lps_first, lps_last) * per_layer + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
     return np.maximum(end, np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0))
 
 
@@ -194,7 +194,8 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
     keys = _keys(c, o)
     shape = c["tp"].shape
-    params = stage_parameters(d, c["tp"], c["pp"], c["ep"], c["account_for_embedding_and_loss"])
+    params = stage_parameters(d, c["tp"], c["pp"], c["ep"], c["account_for_embedding_and_loss"],
+                              c["first_stage_layers"], c["last_stage_layers"])
     ones = np.ones(shape)
     msgs = dp_gradient_messages(params, keys[Dim.DP].size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)
     msgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, m.note) for m in msgs]

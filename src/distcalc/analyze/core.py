@@ -42,7 +42,7 @@ from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
-from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset
+from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, stage_layer_split
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
 
@@ -50,7 +50,7 @@ from distcalc.traffic import Dim, Phase, dp_gradient_messages
 BATCH_FIELDS: dict[str, Any] = {
     "tp": 1, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "vpp": 1, "micro_batch": 1, "global_batch": None,
     "zero": 0, "recompute": 0, "sequence_parallel": 0, "schedule": 1, "flash_attention": 1, "seq_len": 2048,
-    "account_for_embedding_and_loss": 0,
+    "account_for_embedding_and_loss": 0, "first_stage_layers": 0, "last_stage_layers": 0,
 }
 
 
@@ -85,27 +85,26 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     pp = u["pp"]
     # layers per stage: L/pp, or with the embedding and the loss taking a slot each (L + 2)/pp in the middle
     # stages and one fewer on the first and the last (distcalc.parallel.stage_layer_count)
-    slots = pipeline_slots_offset(u["account_for_embedding_and_loss"], pp)
-    lps_mid = (d.layers + 2.0 * slots) / pp
-    lps_end = lps_mid - slots
+    # (stage_layer_split; uneven ends: --first/--last-stage-layers, the rest shared by the other stages)
+    lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, u["account_for_embedding_and_loss"],
+                                                     u["first_stage_layers"], u["last_stage_layers"])
     lps = d.layers / pp
     layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
     layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
     layer_backward = mb["backward_s"] + mb["recompute_s"] + layer_comm - (mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"])
     layer_compute = mb["forward_s"] + mb["backward_s"]
     per_layer = layer_compute + mb["recompute_s"] + layer_comm
-    body = lps_end * per_layer
     first = mb["emb_f"] + mb["emb_b"] + mb["emb_comm"]
     last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
     single = pp == 1
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
-    first_base = body + first + np.where(single, last, 0.0)
-    last_base = body + last + np.where(single, first, 0.0)
+    first_base = lps_first * per_layer + first + np.where(single, last, 0.0)
+    last_base = lps_last * per_layer + last + np.where(single, first, 0.0)
     mid_base = np.where(pp >= 3, lps_mid * per_layer, 0.0)
     # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
     slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
     # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
-    lc, tpl, tpo = lps_end * layer_compute, lps_end * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]), lps_end * mb["tp_on_link"]
+    tp_layer = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]
     head_tp_t = mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0)
     head_tp_f = mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0)
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
@@ -126,7 +125,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     s = u["seq_len"]
     return {
-        "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_end, "lps_t": lps_end, "lps_m": lps_mid,
+        "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
         "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
@@ -134,11 +133,13 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
-        "compute_t": lc + (emb + np.where(single, out, 0.0)), "compute_f": lc + (out + np.where(single, emb, 0.0)),
+        "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
+        "compute_f": lps_last * layer_compute + (out + np.where(single, emb, 0.0)),
         "compute_m": lps_mid * layer_compute,
-        "tp_exposed_t": tpl + head_tp_t, "tp_exposed_f": tpl + head_tp_f,
+        "tp_exposed_t": lps_first * tp_layer + head_tp_t, "tp_exposed_f": lps_last * tp_layer + head_tp_f,
         "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
-        "tp_on_link_t": tpo + head_tp_t, "tp_on_link_f": tpo + head_tp_f, "tp_on_link_m": lps_mid * mb["tp_on_link"],
+        "tp_on_link_t": lps_first * mb["tp_on_link"] + head_tp_t, "tp_on_link_f": lps_last * mb["tp_on_link"] + head_tp_f,
+        "tp_on_link_m": lps_mid * mb["tp_on_link"],
         "recompute": mb["recompute_s"], "cp_all": mb["cp_all"], "ep_all": mb["ep_all"],
         "layer_forward": layer_forward, "layer_backward": layer_backward,
         "stage_forward": lps_mid * layer_forward, "stage_backward": lps_mid * layer_backward,

@@ -105,7 +105,8 @@ def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOption
         sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
         global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
         flash=c["flash_attention"] != 0, weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter,
-        account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0)
+        account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0,
+        first_stage_layers=c["first_stage_layers"], last_stage_layers=c["last_stage_layers"])
 
 
 def config_batch(config: ParallelConfig) -> dict[str, Any]:
@@ -115,7 +116,8 @@ def config_batch(config: ParallelConfig) -> dict[str, Any]:
             "zero": config.zero_stage, "recompute": config.recompute.code,
             "sequence_parallel": int(config.sequence_parallel), "schedule": config.resolved_schedule.code,
             "flash_attention": int(config.flash_attention), "seq_len": config.seq_len,
-            "account_for_embedding_and_loss": int(config.account_for_embedding_and_loss)}
+            "account_for_embedding_and_loss": int(config.account_for_embedding_and_loss),
+            "first_stage_layers": config.first_stage_layers or 0, "last_stage_layers": config.last_stage_layers or 0}
 
 
 @dataclass

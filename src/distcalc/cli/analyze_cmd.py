@@ -49,7 +49,9 @@ def _render(report: StepReport, example: bool) -> None:
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
                   f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}"
-                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}")
+                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
+                  + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
+                     if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
                   f"HFU {100 * report.hfu:.1f} %  {report.tokens_per_s:,.0f} tokens/s"
                   + (f"  time to train {report.tokens_budget:.3g} tokens: {report.time_to_train_s / 86400:.2f} days"
@@ -179,6 +181,12 @@ def register(app: typer.Typer) -> None:
             show_default=False,
             help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
                  "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
+        first_stage_layers: Annotated[Optional[int], typer.Option(
+            rich_help_panel=S, help="transformer layers on the first pipeline stage; the other stages share "
+                                    "the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers)")] = None,
+        last_stage_layers: Annotated[Optional[int], typer.Option(
+            rich_help_panel=S, help="transformer layers on the last pipeline stage (Megatron-Core "
+                                    "--decoder-last-pipeline-num-layers; DeepSeek-V3: 61 layers on pp 16)")] = None,
         gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
                                                              "(overrides the cluster)")] = None,
         intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "
@@ -243,7 +251,8 @@ def register(app: typer.Typer) -> None:
             settings["gpus"], gpus_origin = default_gpus(settings.get("tp", 1), settings.get("pp", 1),
                                                          settings.get("cp", 1), settings.get("dp"))
         config_ = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
-                                 account_for_embedding_and_loss=account_for_embedding_and_loss)
+                                 account_for_embedding_and_loss=account_for_embedding_and_loss,
+                                 first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers)
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
                                  cp_algorithm=cp_algorithm, distributed_optimizer=config_.distributed_optimizer,

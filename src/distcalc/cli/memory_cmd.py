@@ -50,7 +50,9 @@ def _render(report: MemoryReport) -> None:
                   f"recompute={cfg.recompute.value} schedule={cfg.resolved_schedule.value} "
                   f"micro_batch={cfg.micro_batch} m={cfg.num_micro_batches} seq_len={cfg.seq_len} "
                   f"dtype={cfg.dtype.value} flash={'on' if cfg.flash_attention else 'off'}"
-                  + (" embedding/loss in pipeline split" if cfg.account_for_embedding_and_loss and cfg.pp > 1 else ""))
+                  + (" embedding/loss in pipeline split" if cfg.account_for_embedding_and_loss and cfg.pp > 1 else "")
+                  + (f" first/last stage layers {cfg.first_stage_layers or '-'}/{cfg.last_stage_layers or '-'}"
+                     if cfg.first_stage_layers or cfg.last_stage_layers else ""))
     s = report.sharding
     console.print(f"model states ({report.options.recipe.value}): weights {per_param['weights']:g} B/param "
                   f"/ {s['weights_divisor']:g}, gradients {per_param['gradients']:g} / {s['gradients_divisor']:g}, "
@@ -169,6 +171,12 @@ def register(app: typer.Typer) -> None:
             help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
                  "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
                  "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
+        first_stage_layers: Annotated[Optional[int], typer.Option(
+            rich_help_panel=S, help="transformer layers on the first pipeline stage; the other stages share "
+                                    "the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers)")] = None,
+        last_stage_layers: Annotated[Optional[int], typer.Option(
+            rich_help_panel=S, help="transformer layers on the last pipeline stage (Megatron-Core "
+                                    "--decoder-last-pipeline-num-layers; DeepSeek-V3: 61 layers on pp 16)")] = None,
         recipe: Annotated[Recipe, typer.Option(
             rich_help_panel=O, help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16 B/param)")
         ] = Recipe.MIXED,
@@ -193,6 +201,7 @@ def register(app: typer.Typer) -> None:
             distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
             micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
             flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
+            first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
         )
         options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_or_exit(_size0, comm_buffer, "--comm-buffer"),
                                 cuda_context_bytes=parse_or_exit(_size0, cuda_context, "--cuda-context"),

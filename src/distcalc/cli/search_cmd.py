@@ -67,6 +67,8 @@ def _config_label(row: dict[str, Any]) -> str:
         parts.append(row["schedule"])
     if row.get("account_for_embedding_and_loss"):
         parts.append("emb/loss split")
+    if row.get("first_stage_layers") or row.get("last_stage_layers"):
+        parts.append(f"first/last {row.get('first_stage_layers') or '-'}/{row.get('last_stage_layers') or '-'}")
     return " ".join(parts)
 
 
@@ -211,6 +213,12 @@ def register(app: typer.Typer) -> None:
                                                          "selective,full [default: all]")] = None,
         schedule: Annotated[Optional[str], typer.Option(rich_help_panel=S, help="schedules, e.g. 1f1b,interleaved "
                                                         "[default: all]")] = None,
+        first_stage_layers: Annotated[Optional[int], typer.Option(
+            min=1, rich_help_panel=S, help="transformer layers on the first stage of every pipelined "
+                                           "configuration (vpp 1); the other stages share the rest")] = None,
+        last_stage_layers: Annotated[Optional[int], typer.Option(
+            min=1, rich_help_panel=S, help="transformer layers on the last stage of every pipelined "
+                                           "configuration (vpp 1)")] = None,
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
                                                        "configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
@@ -240,6 +248,7 @@ def register(app: typer.Typer) -> None:
             zero=_choice_list(zero, ZERO_CHOICES, "--zero", int),
             recompute=_choice_list(recompute, RECOMPUTE_CHOICES, "--recompute"),
             schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule"),
+            first_stage_layers=first_stage_layers or 0, last_stage_layers=last_stage_layers or 0,
         )
         result = search(
             spec, cluster_spec, counts, global_batch=batch, seq_len=seq_len, headroom=headroom,

@@ -33,7 +33,8 @@ from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_coun
 def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=False, recompute=0,
                    micro_batch=1, num_micro_batches=None, global_batch=None, seq_len=4096, schedule=1,
                    flash=True, weight_cache_bytes=0.0, account_for_embedding_and_loss=False,
-                   options: MemoryOptions | None = None) -> dict[str, object]:
+                   options: MemoryOptions | None = None, first_stage_layers=0,
+                   last_stage_layers=0) -> dict[str, object]:
     """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from plain numbers or arrays.
 
     ``recompute`` and ``schedule`` are the integer codes of :class:`~distcalc.parallel.Recompute` /
@@ -42,7 +43,9 @@ def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=F
     (bytes per parameter, scalar or array) adds the quantised weight copies of a low-precision recipe
     (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes;
     ``account_for_embedding_and_loss`` (bool or 0/1 array) gives the
-    embedding and the loss a layer slot each in the pipeline split (module docstring)."""
+    embedding and the loss a layer slot each in the pipeline split (module docstring);
+    ``first_stage_layers``/``last_stage_layers`` (0: not given) are uneven ends
+    (:func:`distcalc.parallel.stage_layer_split`)."""
     options = options or MemoryOptions()
     if num_micro_batches is None:
         if global_batch is None:
@@ -55,6 +58,7 @@ def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=F
         schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.asarray(weight_cache_bytes, dtype=float),
         gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
         account_for_embedding_and_loss=account_for_embedding_and_loss,
+        first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
     )
 
 
@@ -91,6 +95,27 @@ def _candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray, split: np.ndar
     return [chosen[:, k].reshape(pp.shape) for k in range(width)]
 
 
+def _uneven_candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray, first: np.ndarray,
+                       last: np.ndarray) -> list[np.ndarray]:
+    """Candidate stages with uneven ends: 0, pp−1 and the lowest-index middle stage of each distinct
+    (layers, MoE layers) count (the module docstring's argument; the middle stages hold the same layer count)."""
+    rows = np.stack([pp.ravel(), vpp.ravel(), first.ravel(), last.ravel()], axis=1)
+    unique, inverse = np.unique(rows, axis=0, return_inverse=True)
+    lists = []
+    for p, v, f, l_ in unique:
+        stages = np.arange(int(p))
+        layers = stage_layer_count(dims.layers, stages, int(p), 0, int(f), int(l_))
+        counts = stage_moe_layers(dims, stages, int(p), int(v), 0, int(f), int(l_))
+        firsts: dict[tuple[float, int], int] = {}
+        for stage in range(1, int(p) - 1):
+            firsts.setdefault((float(layers[stage]), int(counts[stage])), stage)
+        lists.append(sorted({0, int(p) - 1, *firsts.values()}))
+    width = max(len(c) for c in lists)
+    table = np.array([list(c) + [c[-1]] * (width - len(c)) for c in lists], dtype=np.int64)
+    chosen = table[inverse.ravel()]
+    return [chosen[:, k].reshape(pp.shape) for k in range(width)]
+
+
 def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.ndarray]:
     dims = model_dims(spec)
     inputs = formula_inputs(**config)
@@ -101,14 +126,19 @@ def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.n
     split = np.broadcast_to(pipeline_slots_offset(inputs["account_for_embedding_and_loss"], pp), shape)
     terms = config_terms(dims, **inputs)
     best: dict[str, np.ndarray] = {}
-    candidates = _candidates(dims, pp, vpp, split)
+    first = np.broadcast_to(np.asarray(inputs["first_stage_layers"], dtype=np.int64), shape)
+    last = np.broadcast_to(np.asarray(inputs["last_stage_layers"], dtype=np.int64), shape)
+    uneven = bool(np.any(first) or np.any(last))
+    if uneven and not (np.all((first > 0) | (last > 0))):
+        raise ValueError("evaluate uneven-end and other pipeline splits in separate calls")
+    candidates = _uneven_candidates(dims, pp, vpp, first, last) if uneven else _candidates(dims, pp, vpp, split)
     # A uniform model's layer terms depend on the stage only through its layer count, which is the same on
     # stages 0 and pp−1 (L/pp, or (L + 2)/pp − 1 with the split): compute them once for both; a middle
     # candidate (stage 1, present only with the split) gets its own.
     edge_terms = None
     for index, stage in enumerate(candidates):
         edge = index in (0, len(candidates) - 1)
-        if dims.uniform and edge and edge_terms is not None:
+        if dims.uniform and edge and edge_terms is not None and not uneven:
             layer_terms = edge_terms
         else:
             layer_terms = stage_layer_terms(dims, terms, stage)

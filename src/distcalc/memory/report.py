@@ -140,6 +140,7 @@ def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dic
         micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
         schedule=config.resolved_schedule.code, flash=config.flash_attention, weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter,
         account_for_embedding_and_loss=config.account_for_embedding_and_loss, options=options,
+        first_stage_layers=config.first_stage_layers or 0, last_stage_layers=config.last_stage_layers or 0,
     )
 
 

@@ -33,7 +33,7 @@ from distcalc.memory.activations import (
 from distcalc.memory.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
-from distcalc.parallel import chunk_layer_range, stage_layer_count
+from distcalc.parallel import chunk_layer_range, stage_layer_count, stage_layer_range
 
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
@@ -44,16 +44,24 @@ STAGE_KEYS = (
 )
 
 
-def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0):
+def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
     """MoE layers held by ``stage``: the sum over its vpp chunks ``stage + j·pp`` of the MoE layers in
     :func:`distcalc.parallel.chunk_layer_range` (L/(pp·vpp) layers each, or (L + 2)/(pp·vpp) slots with
-    ``split``, the embedding and the loss taking one slot each)."""
-    stage, pp, vpp, split = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp, split))
-    total = np.zeros(np.broadcast(stage, pp, vpp, split).shape, dtype=np.int64)
+    ``split``, the embedding and the loss taking one slot each); with uneven ends ``first``/``last`` (vpp 1)
+    the MoE layers in :func:`distcalc.parallel.stage_layer_range`."""
+    stage, pp, vpp, split, first, last = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp, split, first, last))
+    total = np.zeros(np.broadcast(stage, pp, vpp, split, first, last).shape, dtype=np.int64)
     if dims.moe_cumulative[-1] == 0:
         return total
     if dims.moe_cumulative[-1] == dims.layers:  # every layer is MoE: the stage's layer count
-        return total + np.rint(stage_layer_count(dims.layers, stage, pp, split)).astype(np.int64)
+        return total + np.rint(stage_layer_count(dims.layers, stage, pp, split, first, last)).astype(np.int64)
+    uneven = (first > 0) | (last > 0)
+    if np.any(uneven):
+        start, stop = stage_layer_range(dims.layers, stage, pp, first, last)
+        moe_uneven = dims.moe_layers_between(start, stop)
+        if np.all(uneven):
+            return total + moe_uneven
+        return np.where(uneven, moe_uneven, stage_moe_layers(dims, stage, pp, vpp, split))
     for j in range(int(np.max(vpp))):
         valid = j < vpp
         start, stop = chunk_layer_range(dims.layers, stage + j * pp, pp, vpp, split)
@@ -63,7 +71,8 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0):
 
 def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
                  num_micro_batches, seq_len, schedule, flash, weight_bytes, gradient_bytes, optimizer_bytes,
-                 options: MemoryOptions, account_for_embedding_and_loss=0) -> dict[str, object]:
+                 options: MemoryOptions, account_for_embedding_and_loss=0, first_stage_layers=0,
+                 last_stage_layers=0) -> dict[str, object]:
     """The stage-independent terms of a configuration: per-layer parameters and activations, output and
     embedding activations of one micro-batch, ZeRO divisors, and the pipeline-split flag
     ``account_for_embedding_and_loss`` (bool or 0/1 array; see the module docstring). Input of
@@ -86,6 +95,7 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     return dict(
         tp=tp_f, pp=pp_f, vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=m,
         split=np.asarray(account_for_embedding_and_loss, dtype=np.int64),
+        first=np.asarray(first_stage_layers, dtype=np.int64), last=np.asarray(last_stage_layers, dtype=np.int64),
         embedding_params=dims.embedding / tp_f + dims.position_embedding,  # first stage
         head_params=lm_head / tp_f + dims.final_norm,  # last stage
         output_count=output_in_flight(schedule, m),  # micro-batches of logits on the last stage
@@ -112,8 +122,9 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
     stages 0 and pp−1."""
     t = terms
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
-    layers = stage_layer_count(dims.layers, stage, t["pp_int"], t["split"])
-    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"], t["split"]), dtype=float)
+    layers = stage_layer_count(dims.layers, stage, t["pp_int"], t["split"], t["first"], t["last"])
+    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"], t["split"], t["first"], t["last"]),
+                       dtype=float)
     n_dense = layers - n_moe
     layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
     expert_params = n_moe * t["expert_layer"]

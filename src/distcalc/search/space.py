@@ -50,7 +50,8 @@ if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
-           "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
+           "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")  # new columns go last: CSV /
+# JSON column order is kept
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
 ZERO_CHOICES = (0, 1, 2, 3)
@@ -110,6 +111,15 @@ class SpaceChoices:
     schedule: tuple[str, ...] = SCHEDULE_CHOICES
     sequence_parallel: tuple[bool, ...] = (False, True)
     embedding_loss_split: bool = True  # False: only even splits of the layers (L % (pp·vpp) == 0)
+    # Uneven ends (Megatron-Core --decoder-first/last-pipeline-num-layers; 0: not given): every pipelined
+    # configuration (pp ≥ 2) puts these layers on its first / last stage, the other stages share the rest
+    # evenly; vpp 1 only.
+    first_stage_layers: int = 0
+    last_stage_layers: int = 0
+
+    @property
+    def uneven(self) -> bool:
+        return bool(self.first_stage_layers or self.last_stage_layers)
 
 
 @dataclass
@@ -177,7 +187,18 @@ def _pipeline_fits(limits: SpaceLimits, pp: np.ndarray, chunks: np.ndarray, spli
     return ok
 
 
+def _uneven_fits(limits: SpaceLimits, pp: np.ndarray, first: int, last: int) -> np.ndarray:
+    """Whether L − first − last layers split evenly (≥ 1 each) over the other stages of ``pp`` (pp ≥ 2);
+    pp = 1 always fits (no pipeline, the ends do not apply)."""
+    given = int(first > 0) + int(last > 0)
+    rest, others = limits.num_layers - first - last, pp - given
+    safe = np.maximum(others, 1)
+    ok = np.where(others == 0, rest == 0, (rest >= others) & (rest % safe == 0))
+    return (pp == 1) | ((pp >= 2) & (rest >= 0) & ok)
+
+
 _PP_RULE = "num_layers % pp (and num_layers+2 with the embedding/loss split)"
+_UNEVEN_RULE = "num_layers - first - last over the other stages"
 _PP_VPP_RULE = "num_layers % (pp*vpp) (and num_layers+2 with the embedding/loss split)"
 
 
@@ -240,7 +261,12 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f = _Filter(degrees, later, rejections)
     f.reject(RejectReason.DIVISIBILITY, "num_heads % tp", limits.num_heads % f.columns["tp"] != 0)
     f.reject(RejectReason.DIVISIBILITY, "num_kv_heads % tp", limits.num_kv_heads % f.columns["tp"] != 0)
-    f.reject(RejectReason.DIVISIBILITY, _PP_RULE, ~_pipeline_fits(limits, f.columns["pp"], f.columns["pp"], split))
+    if choices.uneven:
+        f.reject(RejectReason.DIVISIBILITY, _UNEVEN_RULE, ~_uneven_fits(limits, f.columns["pp"],
+                                                                         choices.first_stage_layers,
+                                                                         choices.last_stage_layers))
+    else:
+        f.reject(RejectReason.DIVISIBILITY, _PP_RULE, ~_pipeline_fits(limits, f.columns["pp"], f.columns["pp"], split))
     for name, width in limits.tp_sharded:
         f.reject(RejectReason.DIVISIBILITY, f"{name} % tp", width % f.columns["tp"] != 0)
     f.reject(RejectReason.DIVISIBILITY, "seq_len % (2*cp)",
@@ -255,7 +281,10 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     columns = _cross(_cross(columns, "vpp", vpp_values), "schedule", schedule_values)
     f = _Filter(columns, later, rejections)
     pp, vpp, schedule = columns["pp"], columns["vpp"], columns["schedule"]
-    f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
+    if choices.uneven:
+        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages need vpp = 1", vpp > 1)
+    else:
+        f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
     f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
     f.reject(RejectReason.INCOMPATIBLE, "vpp > 1 needs the interleaved schedule",
              (vpp > 1) & (schedule != _INTERLEAVED))
@@ -266,6 +295,11 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     # The split is derived: on exactly where the layers alone cannot be cut evenly.
     columns["account_for_embedding_and_loss"] = (
         limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
+    pipelined = columns["pp"] > 1
+    if choices.uneven:
+        columns["account_for_embedding_and_loss"] = np.zeros_like(columns["pp"])
+    columns["first_stage_layers"] = np.where(pipelined, choices.first_stage_layers, 0).astype(INDEX_DTYPE)
+    columns["last_stage_layers"] = np.where(pipelined, choices.last_stage_layers, 0).astype(INDEX_DTYPE)
 
     # Stage 3: micro-batch.
     later = zero_values.size * recompute_values.size * sp_values.size
