@@ -307,13 +307,15 @@ def test_search_prices_uneven_ends_like_analyze(tmp_path):
     out = tmp_path / "uneven.csv"
     args = ["search", "--model", "deepseek-v3", "--gpus", "256", "--global-batch", "512", "--seq-len", "4096",
             "--first-stage-layers", "4", "--last-stage-layers", "1", "--zero", "1", "--recompute", "full",
-            "--schedule", "1f1b", "--output", str(out), "--json", "--allow-oom"]
+            "--schedule", "1f1b", "--output", str(out), "--json", "--allow-oom", "--top", "400"]
     data = json.loads(_run(args).stdout)
-    assert data["feasible"] > 0
+    assert data["feasible"] > 0 and (data["first_stage_layers"], data["last_stage_layers"]) == (4, 1)
+    assert all((r["first_stage_layers"], r["last_stage_layers"]) == ((4, 1) if r["pp"] > 1 else (0, 0))
+               for r in data["results"])
     import csv
 
     rows = [r for r in csv.DictReader(out.open()) if r["pp"] == "16"]
-    assert rows and all(r["first_stage_layers"] == "4" and r["last_stage_layers"] == "1" for r in rows)
+    assert rows
     row = min(rows, key=lambda r: float(r["step_time_s"]))
     again = json.loads(_run(["analyze", "--model", "deepseek-v3", "--gpus", "256", "--tp", row["tp"], "--pp", "16",
                              "--cp", row["cp"], "--ep", row["ep"], "--micro-batch", row["micro_batch"],

@@ -12,8 +12,8 @@ from rich.table import Table
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
 from distcalc.calibration import load_calibration
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
-    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    console, emit_report, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -181,12 +181,8 @@ def register(app: typer.Typer) -> None:
             show_default=False,
             help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
                  "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
-        first_stage_layers: Annotated[Optional[int], typer.Option(
-            rich_help_panel=S, help="transformer layers on the first pipeline stage; the other stages share "
-                                    "the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers)")] = None,
-        last_stage_layers: Annotated[Optional[int], typer.Option(
-            rich_help_panel=S, help="transformer layers on the last pipeline stage (Megatron-Core "
-                                    "--decoder-last-pipeline-num-layers; DeepSeek-V3: 61 layers on pp 16)")] = None,
+        first_stage_layers: FirstStageOption = None,
+        last_stage_layers: LastStageOption = None,
         gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
                                                              "(overrides the cluster)")] = None,
         intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "

@@ -158,6 +158,15 @@ AllowOomOption = Annotated[bool, typer.Option(
     "--allow-oom", rich_help_panel="output",
     help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]
 
+FirstStageOption = Annotated[Optional[int], typer.Option(
+    "--first-stage-layers", min=1, rich_help_panel="schedule",
+    help="transformer layers on the first pipeline stage (vpp 1); the other stages share the rest evenly "
+         "(Megatron-Core --decoder-first-pipeline-num-layers)")]
+LastStageOption = Annotated[Optional[int], typer.Option(
+    "--last-stage-layers", min=1, rich_help_panel="schedule",
+    help="transformer layers on the last pipeline stage (Megatron-Core --decoder-last-pipeline-num-layers; "
+         "DeepSeek-V3: 61 layers on pp 16 as 4 + 14×4 + 1)")]
+
 _ORIGINS = {"COMMANDLINE": "command line", "DEFAULT_MAP": "run file", "ENVIRONMENT": "environment",
             "DEFAULT": "default", "PROMPT": "prompt"}
 

@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_report, exit_if_oom,
-    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    console, emit_report, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -171,12 +171,8 @@ def register(app: typer.Typer) -> None:
             help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
                  "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
                  "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
-        first_stage_layers: Annotated[Optional[int], typer.Option(
-            rich_help_panel=S, help="transformer layers on the first pipeline stage; the other stages share "
-                                    "the rest evenly (Megatron-Core --decoder-first-pipeline-num-layers)")] = None,
-        last_stage_layers: Annotated[Optional[int], typer.Option(
-            rich_help_panel=S, help="transformer layers on the last pipeline stage (Megatron-Core "
-                                    "--decoder-last-pipeline-num-layers; DeepSeek-V3: 61 layers on pp 16)")] = None,
+        first_stage_layers: FirstStageOption = None,
+        last_stage_layers: LastStageOption = None,
         recipe: Annotated[Recipe, typer.Option(
             rich_help_panel=O, help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16 B/param)")
         ] = Recipe.MIXED,

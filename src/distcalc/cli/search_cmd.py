@@ -11,8 +11,8 @@ from rich.table import Table
 
 from distcalc.calibration import load_calibration
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, console, emit_json, exit_if_oom,
-    handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    console, emit_json, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.hardware_choice import resolve_hardware
@@ -72,13 +72,23 @@ def _config_label(row: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def payload(result: SearchResult, top: int) -> dict[str, Any]:
+def with_ends(rows: list[dict[str, Any]], ends: tuple[int, int]) -> list[dict[str, Any]]:
+    """``rows`` with the search's uneven ends (``first_stage_layers``, ``last_stage_layers``) on pipelined rows."""
+    if not any(ends):
+        return rows
+    return [{**r, "first_stage_layers": ends[0] if r["pp"] > 1 else 0,
+             "last_stage_layers": ends[1] if r["pp"] > 1 else 0} for r in rows]
+
+
+def payload(result: SearchResult, top: int, ends: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting);
     ``results`` are distinct configurations (equivalents collapsed, ``equivalent`` counts them)."""
     metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")
     keep = ("gpus", *COLUMNS, *metric_keys)
     rejections = result.rejections()
     distinct, collapsed = distinct_top(result, top)
+    if any(ends):
+        keep = (*keep, "first_stage_layers", "last_stage_layers")
     return {
         "model": {"name": result.model, "parameters": result.parameters},
         "cluster": result.cluster,
@@ -95,10 +105,12 @@ def payload(result: SearchResult, top: int) -> dict[str, Any]:
         "rejected_rules": rejections.rules,
         "equivalent_skipped": rejections.equivalent,
         "wall_time_s": result.wall_time_s,
-        "results": [{**{k: r[k] for k in keep}, "equivalent": r["equivalent"]} for r in distinct],
+        "first_stage_layers": ends[0], "last_stage_layers": ends[1],
+        "results": [{**{k: r[k] for k in keep}, "equivalent": r["equivalent"]} for r in with_ends(distinct, ends)],
         "results_equivalent_collapsed": collapsed,
-        "pareto": [{k: r[k] for k in keep} for r in result.pareto_memory()],
-        "pareto_gpus": [{k: r[k] for k in keep} for r in result.pareto_gpus()] if len(result.counts) > 1 else [],
+        "pareto": [{k: r[k] for k in keep} for r in with_ends(result.pareto_memory(), ends)],
+        "pareto_gpus": ([{k: r[k] for k in keep} for r in with_ends(result.pareto_gpus(), ends)]
+                        if len(result.counts) > 1 else []),
         "per_gpus": [{"gpus": c.gpus, "universe": c.universe, "evaluated": c.valid, "feasible": c.feasible}
                      for c in result.counts],
         "min_gpus": result.min_gpus,
@@ -147,7 +159,7 @@ def _oom_line(result: SearchResult) -> str:
             "--allow-oom exits 0)")
 
 
-def _render(result: SearchResult, top: int) -> None:
+def _render(result: SearchResult, top: int, ends: tuple[int, int] = (0, 0)) -> None:
     rejections = result.rejections()
     console.print(f"[bold]{result.model}[/bold] ({result.parameters / 1e9:.1f}B) on {result.cluster}, "
                   f"GPUs {', '.join(str(c.gpus) for c in result.counts)}, global batch {result.global_batch}, "
@@ -161,8 +173,9 @@ def _render(result: SearchResult, top: int) -> None:
         return
     distinct, collapsed = distinct_top(result, top)
     console.print(_rows_table(f"top {top} distinct configurations by step time ({collapsed} equivalent ones "
-                              "collapsed: same step time and memory)", distinct, result.gpu_memory_bytes))
-    front, slow = useful_front(result.pareto_memory())
+                              "collapsed: same step time and memory)", with_ends(distinct, ends),
+                              result.gpu_memory_bytes))
+    front, slow = useful_front(with_ends(result.pareto_memory(), ends))
     shown = _spread(front, MAX_FRONT_ROWS)
     notes = []
     if slow:
@@ -172,7 +185,7 @@ def _render(result: SearchResult, top: int) -> None:
     note = f" ({'; '.join(notes)}; all with --json)" if notes else ""
     console.print(_rows_table(f"Pareto front: step time vs memory per GPU{note}", shown, result.gpu_memory_bytes))
     if len(result.counts) > 1:
-        console.print(_rows_table("Pareto front: step time vs GPU count", result.pareto_gpus(),
+        console.print(_rows_table("Pareto front: step time vs GPU count", with_ends(result.pareto_gpus(), ends),
                                   result.gpu_memory_bytes))
     if result.min_gpus is not None:
         console.print(f"[bold]smallest cluster meeting the target: {result.min_gpus} GPUs[/bold]")
@@ -213,12 +226,8 @@ def register(app: typer.Typer) -> None:
                                                          "selective,full [default: all]")] = None,
         schedule: Annotated[Optional[str], typer.Option(rich_help_panel=S, help="schedules, e.g. 1f1b,interleaved "
                                                         "[default: all]")] = None,
-        first_stage_layers: Annotated[Optional[int], typer.Option(
-            min=1, rich_help_panel=S, help="transformer layers on the first stage of every pipelined "
-                                           "configuration (vpp 1); the other stages share the rest")] = None,
-        last_stage_layers: Annotated[Optional[int], typer.Option(
-            min=1, rich_help_panel=S, help="transformer layers on the last stage of every pipelined "
-                                           "configuration (vpp 1)")] = None,
+        first_stage_layers: FirstStageOption = None,
+        last_stage_layers: LastStageOption = None,
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
                                                        "configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
@@ -268,7 +277,7 @@ def register(app: typer.Typer) -> None:
 
             plot_search(result, plot)
         if json_output:
-            data = payload(result, top)
+            data = payload(result, top, (first_stage_layers or 0, last_stage_layers or 0))
             data.update(hardware=hardware.describe(), settings=header)
             if calibration is not None:
                 data["calibration"] = str(calibration)
@@ -283,7 +292,7 @@ def register(app: typer.Typer) -> None:
             print_line(_oom_line(result))
         print_line(hardware.headline())
         print_line(settings_line(header))
-        _render(result, top)
+        _render(result, top, (first_stage_layers or 0, last_stage_layers or 0))
         if calibration is not None:
             console.print(f"[dim]step times use the calibration {calibration} (measured α/B, GEMM efficiency)[/dim]")
         if output is not None:

@@ -164,8 +164,8 @@ class Job:
 def _split_apart(configs: ConfigArrays) -> tuple[np.ndarray, np.ndarray] | None:
     """Row masks (with, without the embedding/loss split or uneven ends) when the configurations mix both,
     else None."""
-    split = ((configs["account_for_embedding_and_loss"] != 0) | (configs["first_stage_layers"] != 0)
-             | (configs["last_stage_layers"] != 0))
+    split = ((configs["account_for_embedding_and_loss"] != 0) | (configs.get("first_stage_layers", 0) != 0)
+             | (configs.get("last_stage_layers", 0) != 0))
     return (split, ~split) if split.any() and not split.all() else None
 
 
@@ -188,7 +188,7 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
         recompute=configs["recompute"], micro_batch=configs["micro_batch"], global_batch=job.global_batch,
         seq_len=job.seq_len, schedule=configs["schedule"], flash=job.flash_attention,
         weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter, account_for_embedding_and_loss=configs["account_for_embedding_and_loss"] != 0,
-        first_stage_layers=configs["first_stage_layers"], last_stage_layers=configs["last_stage_layers"])
+        first_stage_layers=configs.get("first_stage_layers", 0), last_stage_layers=configs.get("last_stage_layers", 0))
 
 
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:

@@ -50,8 +50,9 @@ if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
-           "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")  # new columns go last: CSV /
-# JSON column order is kept
+           "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
+# Not searched and not columns of the results: the uneven ends (SpaceChoices.first/last_stage_layers) are one
+# value per search; the configuration arrays carry them (0 where pp = 1) for the memory and step-time models.
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
 ZERO_CHOICES = (0, 1, 2, 3)
@@ -295,11 +296,11 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     # The split is derived: on exactly where the layers alone cannot be cut evenly.
     columns["account_for_embedding_and_loss"] = (
         limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
-    pipelined = columns["pp"] > 1
     if choices.uneven:
+        pipelined = columns["pp"] > 1
         columns["account_for_embedding_and_loss"] = np.zeros_like(columns["pp"])
-    columns["first_stage_layers"] = np.where(pipelined, choices.first_stage_layers, 0).astype(INDEX_DTYPE)
-    columns["last_stage_layers"] = np.where(pipelined, choices.last_stage_layers, 0).astype(INDEX_DTYPE)
+        columns["first_stage_layers"] = np.where(pipelined, choices.first_stage_layers, 0).astype(INDEX_DTYPE)
+        columns["last_stage_layers"] = np.where(pipelined, choices.last_stage_layers, 0).astype(INDEX_DTYPE)
 
     # Stage 3: micro-batch.
     later = zero_values.size * recompute_values.size * sp_values.size
@@ -325,6 +326,8 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     columns = _cross(f.result(), "recompute", recompute_values)
 
     ordered = {name: columns[name] for name in COLUMNS}
+    if choices.uneven:  # carried for the models, not a result column (see COLUMNS)
+        ordered.update({name: columns[name] for name in ("first_stage_layers", "last_stage_layers")})
     return Space(gpus=n, configs=ordered, universe=int(universe), rejections=rejections)
 
 
