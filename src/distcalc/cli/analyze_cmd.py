@@ -202,9 +202,9 @@ def register(app: typer.Typer) -> None:
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
             rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
         gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, rich_help_panel=C, show_default=f"{DEFAULT_GPU_SPEED_CV:.4f}",
+            min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
-                 "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+                 f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")] = DEFAULT_GPU_SPEED_CV,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

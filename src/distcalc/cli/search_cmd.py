@@ -231,9 +231,9 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
                                                        "configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, rich_help_panel=C, show_default=f"{DEFAULT_GPU_SPEED_CV:.4f}",
+            min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
-                 "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+                 f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")] = DEFAULT_GPU_SPEED_CV,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write step time vs memory per GPU "
                                                      "of every feasible configuration, coloured by layout "
