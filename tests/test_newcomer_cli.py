@@ -324,3 +324,97 @@ def test_search_prices_uneven_ends_like_analyze(tmp_path):
                             + (["--sequence-parallel"] if row["sequence_parallel"] == "True" else [])).stdout)
     assert again["step_time_s"] == pytest.approx(float(row["step_time_s"]), rel=1e-9)
     assert again["memory"]["total_bytes"] == pytest.approx(float(row["memory_bytes"]), rel=1e-9)
+
+
+# 9. plots ------------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def saved_figures(monkeypatch):
+    """The matplotlib figures the CLI saves (drawn, then kept for inspection)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    figures = []
+    original = Figure.savefig
+
+    def keep(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        figures.append(self)
+
+    monkeypatch.setattr(Figure, "savefig", keep)
+    return figures
+
+
+def _renderer(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)  # the CLI closed the figure: give it a canvas again
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def _inside(fig, artist):
+    renderer = _renderer(fig)
+    box, frame = artist.get_window_extent(renderer), fig.bbox
+    return box.x0 >= frame.x0 - 1 and box.x1 <= frame.x1 + 1 and box.y1 <= frame.y1 + 1
+
+
+def test_analyze_plot_integer_stages_no_w_legend_titles_inside(tmp_path, saved_figures):
+    result = _run(["analyze", "--model", "llama3-8b", "--gpus", "16", "--tp", "2", "--pp", "4", "--global-batch",
+                   "64", "--plot", str(tmp_path / "a.png")])
+    assert result.exit_code == 0, result.output
+    fig = saved_figures[-1]
+    timeline = fig.axes[1]
+    assert list(timeline.get_yticks()) == [0, 1, 2, 3]
+    assert [t.get_text() for t in timeline.get_legend().get_texts()] == ["F", "B"]
+    assert "W weight-grad" not in timeline.get_title()
+    for axes in fig.axes:
+        assert _inside(fig, axes.title)
+    zero_bubble = _run(["analyze", "--model", "llama3-8b", "--gpus", "16", "--tp", "2", "--pp", "4", "--global-batch",
+                        "64", "--schedule", "zero-bubble", "--plot", str(tmp_path / "z.png")])
+    assert zero_bubble.exit_code == 0
+    assert [t.get_text() for t in saved_figures[-1].axes[1].get_legend().get_texts()] == ["F", "B", "W"]
+
+
+def test_byte_axes_read_in_binary_units(tmp_path, saved_figures):
+    result = _run(["collective", "allreduce", "--cluster", "dgx-h100", "--gpus", "256", "--size", "1KiB..1GiB",
+                   "--plot", str(tmp_path / "c.png")])
+    assert result.exit_code == 0, result.output
+    fig = saved_figures[-1]
+    _renderer(fig)
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    assert "1 GiB" in labels and "4 KiB" in labels and not any("^" in label for label in labels)
+    assert _inside(fig, fig.axes[0].title) and "\n" in fig.axes[0].get_title()  # the long title wraps
+
+
+def test_bench_plot_draws_the_p1_p99_band(tmp_path):
+    from matplotlib.collections import PolyCollection
+
+    from distcalc.bench.plot import _percentile_band, plot_busbw
+
+    rows = [{"collective": "all-reduce", "tier": "intra", "size_bytes": 2 ** k, "busbw_bytes_per_s": 1e9 * k,
+             "time_s": 1e-3, "p1_time_s": 0.8e-3, "p99_time_s": 1.5e-3} for k in range(10, 14)]
+    low, high = _percentile_band(rows)
+    assert all(lo < r["busbw_bytes_per_s"] / 1e9 < hi for lo, hi, r in zip(low, high, rows))
+    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
+
+    seen = []
+    original = Figure.savefig
+    try:
+        Figure.savefig = lambda self, *a, **k: (seen.append(self), original(self, *a, **k))[1]
+        plot_busbw(rows, tmp_path / "b.png")
+    finally:
+        Figure.savefig = original
+        plt.close("all")
+    assert any(isinstance(c, PolyCollection) for c in seen[0].axes[0].collections)
+    assert _percentile_band([{k: v for k, v in rows[0].items() if k != "p1_time_s"}]) is None
+
+
+def test_search_plot_colours_by_layout(tmp_path, saved_figures):
+    result = _run(["search", "--model", "llama3-8b", "--gpus", "16", "--plot", str(tmp_path / "s.png")])
+    assert result.exit_code == 0, result.output
+    legend = [t.get_text() for t in saved_figures[-1].axes[0].get_legend().get_texts()]
+    assert any(t.startswith("TP") for t in legend) and "Pareto front" in legend
