@@ -61,8 +61,7 @@ def test_collective_and_simulate_take_the_cluster(command):
     result = _run([command, "allreduce", "--cluster", "dgx-h100", "--gpus", "16", "--size", "16MiB"])
     assert result.exit_code == 0, result.output
     assert "hierarchical 2×8" in result.output
-    if command == "collective":
-        assert result.stdout.startswith("hardware: 16× h100-sxm")
+    assert result.stdout.startswith("hardware: 16× h100-sxm")
     clash = _run([command, "allreduce", "--cluster", "dgx-h100", "--bandwidth", "10GB/s"])
     assert clash.exit_code == 2 and "give one" in clash.output
 

@@ -9,7 +9,9 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.collective_cmd import DEFAULTS, build_topology, topology_summary
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, parse_or_exit
+from distcalc.cli.common import (
+    ClusterOption, GpuOption, cluster_topology, console, emit_json, handle_errors, parse_or_exit, print_line,
+)
 from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
 from distcalc.errors import AlgorithmError, DistcalcError
 from distcalc.simulate import SimulationResult, node_name, simulate
@@ -93,6 +95,8 @@ def simulate_command(
     topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
                           intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription,
                           cluster, gpu)
+    if (cluster or gpu) and not json_output:
+        print_line(cluster_topology(cluster, gpu, gpus)[1].headline(gpus) + " (η·B: what NCCL achieves)")
     choice = parse_algorithm(algorithm)
     names = valid_algorithms(kind_name, topo) if choice == "all" else [choice]
     results = [simulate(kind_name, size_bytes, topo, name, elements_per_chunk=elements, seed=seed,
