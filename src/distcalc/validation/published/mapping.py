@@ -47,7 +47,15 @@ CLUSTER_OF_GPU: dict[str, str] = {
     "gb200": "gb200-nvl72",
     "gb300": "gb300-nvl72",
     "a800-80gb": "dgx-a800",
+    "h800-80gb": "dgx-h800",
+    "h800": "dgx-h800",
+    "h200": "hgx-h200",
+    "h200-141gb": "hgx-h200",
+    "h100-pcie-80gb": "h100-pcie-node",
+    "a100-40gb": "dgx-a100",
 }
+# GPU column values whose GPU preset differs from the cluster's own GPU (same system, other part).
+GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
@@ -142,7 +150,7 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
     if name is None:
         raise NotExpressible(f"no cluster preset for GPU {run.gpu!r}")
     try:
-        cluster = load_cluster(name)
+        cluster = load_cluster(name, gpu=GPU_OVERRIDE.get(run.gpu))
     except DistcalcError as exc:
         raise NotExpressible(f"cluster preset {name!r} for GPU {run.gpu!r} is missing") from exc
     for phrase, link, nics in NETWORK_OVERRIDES:
