@@ -24,7 +24,8 @@ Rules, column by column:
   delayed scaling → ``fp8``; ``FP8-MX`` → ``mxfp8``; ``NVFP4`` → ``nvfp4``) when distcalc has that dtype.
 * Options: ``dp_comm_overlap`` → ``overlap_grad_reduce`` and ``overlap_param_gather``; NeMo's
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
-  Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``.
+  Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
+  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
+from distcalc.analyze.options import ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -160,8 +162,9 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
 
 
 def _recompute(run: PublishedRun) -> tuple[Recompute, str | None]:
-    if run.recompute in ("none", "selective", "full"):
-        return Recompute(run.recompute), None
+    for value in Recompute:  # "full", "selective (op-level)", ...
+        if run.recompute.lower().startswith(value.value):
+            return value, None
     return Recompute.NONE, f"recompute {run.recompute!r} -> none"
 
 
@@ -212,6 +215,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
+        cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
+        else ContextParallelAlgorithm.RING,
     )
 
 
