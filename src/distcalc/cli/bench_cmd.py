@@ -250,7 +250,8 @@ def gemm_command(
 
 
 def calibrate_command(
-    files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm)")],
+    files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm) or nccl-tests "
+                                                     "stdout logs (all_reduce_perf & co., any number of runs)")],
     output: Annotated[Optional[str], typer.Option(help="calibration file to write")] = "calibration.json",
     holdout: Annotated[bool, typer.Option(help="also fit on even sizes and check the odd ones")] = False,
     json_output: JsonOption = False,
@@ -259,6 +260,7 @@ def calibrate_command(
     from distcalc.bench.results import load_result_file
     from distcalc.calibration import calibrate, save_calibration
     from distcalc.calibration.collectives import group_rows, holdout_check
+    from distcalc.calibration.nccl_tests import is_nccl_tests_output
 
     calibration = calibrate(files)
     written = str(save_calibration(calibration, output)) if output else None
@@ -266,7 +268,8 @@ def calibrate_command(
     if holdout:
         payload["holdout"] = [
             {"collective": key[0], "tier": key[1], "points": holdout_check(rows)}
-            for path in files if (result := load_result_file(path)).theme == "collectives"
+            for path in files if not is_nccl_tests_output(path)
+            and (result := load_result_file(path)).theme == "collectives"
             for key, rows in group_rows(result.results).items()
         ]
     if json_output:
