@@ -83,3 +83,18 @@ def test_calibrate_cli_on_a_log(tmp_path):
     priced = CliRunner().invoke(app, ["collective", "all-reduce", "--gpus", "8", "--size", "1GiB", "--json",
                                       "--calibration", str(out)])
     assert priced.exit_code == 0, priced.output
+
+
+def test_bench_rows_in_nccl_tests_layout_read_back():
+    from distcalc.bench.nccl_tests_layout import nccl_tests_text
+
+    rows = [{"collective": kind, "tier": "intra", "group_size": 4, "size_bytes": size, "time_s": t,
+             "algbw_bytes_per_s": size / t, "busbw_bytes_per_s": size / t * factor}
+            for kind, factor in (("all-reduce", 1.5), ("all-gather", 0.75))
+            for size, t in ((1024, 20e-6), (4096, 21e-6), (16384, 25e-6), (65536, 40e-6))]
+    text = nccl_tests_text({"results": rows, "config": {"warmup": 5, "trials": 20, "dtype": "float32"},
+                            "hardware": {"host": "h", "gpu": "NVIDIA H100 80GB HBM3"}, "world_size": 4})
+    runs = parse_nccl_tests(text)
+    assert [(r.collective, r.ranks) for r in runs] == [("all-reduce", 4), ("all-gather", 4)]
+    assert runs[0].rows[2].time_ip_s == pytest.approx(25e-6)
+    assert runs[1].rows[0].busbw_oop == pytest.approx(1024 / 20e-6 * 0.75, rel=0.01)

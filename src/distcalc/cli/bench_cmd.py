@@ -81,6 +81,8 @@ def collectives_command(
     output: OutputOption = None,
     plot: Annotated[Optional[str], typer.Option(help="write busbw vs size to this PNG")] = None,
     json_output: JsonOption = False,
+    nccl_tests_layout: Annotated[bool, typer.Option("--nccl-tests-layout", help="print the results in "
+                                                    "nccl-tests' column layout (calibrate reads it back)")] = False,
 ) -> None:
     """Measure AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, All-to-All and Send/Recv (nccl-tests
     conventions: warm-up, trials, median and p99, algbw and busbw)."""
@@ -111,6 +113,11 @@ def collectives_command(
         payload["plot_file"] = str(plot_busbw(rows, plot))
     if json_output:
         emit_json(payload)
+        return
+    if nccl_tests_layout:
+        from distcalc.bench.nccl_tests_layout import nccl_tests_text
+
+        print(nccl_tests_text(payload), end="")
         return
     table = Table(title=f"{payload['backend']} · {payload['world_size']} ranks · {payload['hardware']['cpu']}")
     for column in ("collective", "tier", "size", "time (median)", "p99", "algbw", "busbw"):
