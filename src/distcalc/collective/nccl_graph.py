@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from distcalc.collective.nccl_constants import (
     CONSTANTS, NVLS_CHANNELS, RING_SEARCH_MAX_CHANNELS, NcclAlgo, NcclConstants, NcclVersion,
@@ -151,8 +152,9 @@ def nvls_graph(system: NcclSystem, constants: NcclConstants) -> NcclGraph | None
     return NcclGraph(NcclAlgo.NVLS, g, intra, inter)
 
 
+@lru_cache(maxsize=1024)
 def graphs(system: NcclSystem, version: NcclVersion) -> dict[NcclAlgo, NcclGraph]:
-    """Every algorithm's graph on ``system`` (absent = not available there)."""
+    """Every algorithm's graph on ``system`` (absent = not available there; cached: do not modify)."""
     constants = CONSTANTS[version]
     ring = ring_graph(system, constants)
     out = {NcclAlgo.RING: ring, NcclAlgo.TREE: NcclGraph(NcclAlgo.TREE, ring.channels, ring.bw_intra_gbps,

@@ -194,7 +194,7 @@ def tuning_table(system: NcclSystem, version: NcclVersion, kind: CollectiveKind,
                              f"{kind.value} is point-to-point in NCCL")
     algo_set = set(algorithms) if algorithms else set(NcclAlgo)
     proto_set = set(protocols) if protocols else set(NcclProto)
-    available = graphs(system, version)
+    available = dict(graphs(system, version))
     if system.nodes == 1:
         available.pop(A.NVLS_TREE, None)
     elif not system.collnet:
