@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from importlib import resources
 
 import pytest
 from typer.testing import CliRunner
@@ -12,7 +12,7 @@ from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, is_ncc
 from distcalc.cli import app
 from distcalc.errors import ConfigError
 
-LOG = Path(__file__).parent / "fixtures" / "nccl_tests" / "a100_8gpu_all_reduce.log"
+LOG = resources.files("distcalc") / "data" / "validation" / "nccl_tests_a100_8gpu_all_reduce.log"  # published
 
 # Synthetic (hand-written, labelled): an older nccl-tests layout (no Group column, float "error" column) and an
 # all_gather table of the ≥ 2.13 layout with its "Collective test starting" line, to exercise the parser.
@@ -98,3 +98,11 @@ def test_bench_rows_in_nccl_tests_layout_read_back():
     assert [(r.collective, r.ranks) for r in runs] == [("all-reduce", 4), ("all-gather", 4)]
     assert runs[0].rows[2].time_ip_s == pytest.approx(25e-6)
     assert runs[1].rows[-1].busbw_oop == pytest.approx(65536 / 40e-6 * 0.75, abs=0.005e9)  # 2 decimals, as printed
+
+
+def test_calibrate_plot_overlays_measured_fit_and_model(tmp_path):
+    png = tmp_path / "busbw.png"
+    result = CliRunner().invoke(app, ["calibrate", str(LOG), "--output", str(tmp_path / "c.json"), "--plot", str(png),
+                                      "--cluster", "dgx-a100", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["plot_file"] == str(png) and png.stat().st_size > 10_000

@@ -262,6 +262,9 @@ def calibrate_command(
     output: Annotated[Optional[str], typer.Option(help="calibration file to write")] = "calibration.json",
     holdout: Annotated[bool, typer.Option(help="also fit on even sizes and check the odd ones")] = False,
     json_output: JsonOption = False,
+    plot: Annotated[Optional[str], typer.Option(help="nccl-tests logs: write measured vs fitted (and, with "
+                                                     "--cluster, NCCL-model) busbw vs size to this PNG")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="with --plot: add NCCL's model on this cluster preset")] = None,
 ) -> None:
     """Fit α and B per collective and tier (and the GEMM efficiency curve) to bench results."""
     from distcalc.bench.results import load_result_file
@@ -279,10 +282,37 @@ def calibrate_command(
             and (result := load_result_file(path)).theme == "collectives"
             for key, rows in group_rows(result.results).items()
         ]
+    if plot:
+        payload["plot_file"] = str(_plot_nccl_tests(calibration.fits, plot, cluster))
     if json_output:
         emit_json(payload)
         return
     _print_calibration(payload)
+    if plot:
+        console.print(f"plot written to {payload['plot_file']}")
+
+
+def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[str]) -> Any:
+    """Measured and fitted busbw of every nccl-tests fit, plus NCCL's model on ``cluster`` when given."""
+    from distcalc.cli.collective_cluster import load_cli_cluster, nccl_estimates
+    from distcalc.collective.busbw import busbw_factor
+    from distcalc.plots_collective import plot_busbw_overlay
+
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for index, fit in enumerate(f for f in fits if f.get("source") == "nccl-tests"):
+        factor = busbw_factor(fit["collective"], fit["group_size"])
+        sizes = [r["size_bytes"] for r in fit["residuals"]]
+        tag = f"{fit['collective']} N={fit['group_size']} run {index + 1}"
+        series[f"measured {tag}"] = (sizes, [s / r["measured_s"] * factor for s, r in zip(sizes, fit["residuals"])])
+        series[f"fit {tag}"] = (sizes, [s / r["predicted_s"] * factor for s, r in zip(sizes, fit["residuals"])])
+        if cluster:
+            spec = load_cli_cluster(cluster, None, None, None, None)
+            estimates = nccl_estimates(fit["collective"], sizes, spec, fit["group_size"], "2.20.5", None, None, False)
+            series[f"NCCL model {tag} ({cluster})"] = (sizes, [e.size_bytes / e.time_s * factor for e in estimates])
+    if not series:
+        raise BenchError("--plot draws nccl-tests fits: pass an nccl-tests log")
+    return plot_busbw_overlay(series, path, title="nccl-tests busbw: measured, fitted" +
+                              (f", NCCL model on {cluster}" if cluster else ""))
 
 
 def _print_calibration(payload: dict[str, Any]) -> None:

@@ -21,7 +21,9 @@ synchronisation cost more than NCCL's constant latency (see README, "NCCL model"
 from __future__ import annotations
 
 import math
+from importlib import resources
 
+from distcalc.calibration.nccl_tests import parse_nccl_tests
 from distcalc.cluster import load_cluster
 from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
@@ -80,7 +82,42 @@ def _cases() -> list[ValidationCase]:
         for r in nccl_rows()]
 
 
+LOG = "nccl_tests_a100_8gpu_all_reduce.log"
+LOG_SOURCE = ("published nccl-tests log, 8x A100-SXM4-80GB host 'thanos' (data/validation/README.md): "
+              "all_reduce_perf -g 8, then mpirun -np 8 -g 1")
+LOG_RUNS = ("one process, -g 8", "mpirun -np 8, -g 1")
+
+
+def log_rows() -> list[dict[str, object]]:
+    """The published A100 log's two runs priced by NCCL's choice on ``dgx-a100`` (the log does not print NCCL's
+    version; both modelled releases give A100 the same numbers). busbw from the mean of the two columns."""
+    text = (resources.files("distcalc") / "data" / "validation" / LOG).read_text(encoding="utf-8")
+    system = nccl_system(load_cluster("dgx-a100"), 8)
+    out = []
+    for label, run in zip(LOG_RUNS, parse_nccl_tests(text)):
+        factor = busbw_factor(run.collective, run.ranks)
+        for row in run.rows:
+            estimate = nccl_estimate(system, run.collective, row.size_bytes)
+            measured_s = (row.time_oop_s + row.time_ip_s) / 2
+            out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
+                        "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
+                        "channels": estimate.channels, "version": estimate.version.value,
+                        "predicted_GBps": row.size_bytes / estimate.time_s * factor / 1e9,
+                        "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
+    return out
+
+
+def _log_cases() -> list[ValidationCase]:
+    return [ValidationCase(
+        case=f"A100 {r['vm']} all-reduce {r['label']} B busbw", predicted=float(r["predicted_GBps"]),
+        published=float(r["measured_GBps"]), unit="GB/s", error_kind="relative", tolerance=TOLERANCE,
+        kind="measured", note=f"NCCL {r['algorithm']}/{r['protocol']}, {r['channels']} channels")
+        for r in log_rows()]
+
+
 CASE_SETS = (
     CaseSet("nccl", "NCCL all-reduce busbw, one 8-GPU node (A100/H100/H200), NCCL tuning model vs nccl-tests",
             SOURCE, _cases),
+    CaseSet("nccl-tests-a100", "NCCL all-reduce busbw, one 8x A100 node, -g 8 and mpirun -g 1, NCCL tuning model "
+            "vs a published nccl-tests log", LOG_SOURCE, _log_cases),
 )
