@@ -46,7 +46,11 @@ def test_choice_moves_from_ll_to_nvls_with_size():
     assert small.channels == 1 and large.channels == 16
     assert (large.algorithm, large.protocol) == (NcclAlgo.NVLS, NcclProto.SIMPLE)
     a100 = nccl_estimate(A100, "all-reduce", 1 << 30, NcclVersion.V2_18_5)
-    assert (a100.algorithm, a100.protocol, a100.channels) == (NcclAlgo.RING, NcclProto.SIMPLE, 12)
+    # the communicator runs twice the graph's 12 rings (ncclTopoPostset)
+    assert (a100.algorithm, a100.protocol, a100.channels) == (NcclAlgo.RING, NcclProto.SIMPLE, 24)
+    ll = nccl_estimate(A100, "all-reduce", 256 << 10, NcclVersion.V2_18_5)
+    assert ll.channels == 8  # 256 KiB / (512 threads x 8 B x 8 ranks)
+    assert ll.bandwidth_term_s == pytest.approx(3 * (256 << 10) / (60e9 * 8 / 14))  # 24/8 of NCCL's LL bandwidth
 
 
 def test_restriction_and_fallback():

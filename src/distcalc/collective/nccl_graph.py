@@ -9,8 +9,9 @@ of ``links × NVLINK_BW`` into an NVSwitch; rail NICs) the outcome is closed-for
   and, across nodes, of one NIC): channels ``= min(16, ⌊L/s⌋, nics·⌊B_nic/s⌋)``; the search keeps the
   best product, stops as soon as it reaches the GPU's NVLink total, and stops lowering the speed once the
   next speed is ≤ 0.49 of the best found. The ring is then doubled (``dupChannels``) unless its speed is
-  < 25 GB/s, or on sm90 < 50 GB/s with > 4 channels; sm90 multi-node rings with speed > 45 GB/s are doubled
-  once more (connect.cc, "4 compute channels per search channel"). The tree graph is searched with the
+  < 25 GB/s, or on sm90 < 50 GB/s with > 4 channels. The communicator then runs twice the graph's channels
+  (``ncclTopoPostset``: min(32, 2·channels)), and sm90 multi-node rings faster than 45 GB/s twice that again
+  (connect.cc, "4 compute channels per search channel"); the tuner's bandwidth uses the graph's channels. The tree graph is searched with the
   ring's channel count; on these systems it finds the same product (simplification, stated).
 * **NVLS** (sm90 + NVSwitch only): one channel per GPU of the node (the "head"); the head's port carries
   ``2s`` and every other GPU's ``s``, so ``(g + 1)·s ≤ L``.
@@ -28,7 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from distcalc.collective.nccl_constants import (
-    CONSTANTS, NVLS_CHANNELS, RING_SEARCH_MAX_CHANNELS, NcclAlgo, NcclConstants, NcclVersion,
+    CONSTANTS, MAX_CHANNELS, NVLS_CHANNELS, RING_SEARCH_MAX_CHANNELS, NcclAlgo, NcclConstants, NcclVersion,
 )
 from distcalc.errors import AlgorithmError
 
@@ -129,11 +130,13 @@ def ring_graph(system: NcclSystem, constants: NcclConstants) -> NcclGraph:
 
 
 def communicator_channels(system: NcclSystem, ring: NcclGraph) -> int:
-    """comm->nChannels: the ring's channels, doubled on sm90 multi-node rings faster than 45 GB/s."""
+    """comm->nChannels: ``ncclTopoPostset`` duplicates the ring graph's channels (min(32, 2·channels)), and
+    doubles them once more on sm90 multi-node rings faster than 45 GB/s (connect.cc)."""
+    channels = min(MAX_CHANNELS, 2 * ring.channels)
     if system.compute_capability == 90 and system.nodes > 1 and ring.bw_intra_gbps > 45.0 \
-            and 2 * ring.channels <= 2 * RING_SEARCH_MAX_CHANNELS:
-        return 2 * ring.channels
-    return ring.channels
+            and 2 * channels <= MAX_CHANNELS:
+        channels *= 2
+    return channels
 
 
 def nvls_graph(system: NcclSystem, constants: NcclConstants) -> NcclGraph | None:

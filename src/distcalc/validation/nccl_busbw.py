@@ -13,9 +13,9 @@ priced by :func:`distcalc.collective.nccl_tuner.nccl_estimate` under the conditi
 * size: the printed labels (1K, 65K, 132K, …, 8G) are powers of two, 2^round(log2(label)).
 
 busbw = M/t · 2(N−1)/N (nccl-tests). The tolerance is the issue's 10 % per size. NCCL's tuning model is what
-the library uses to choose, not a measurement fit: it is within 8 % from 256 MiB up and 15–80 % optimistic
-between 16 KiB and 64 MiB, where nccl-tests' single-process ``-g 8`` launch and NVLS's per-chunk
-synchronisation cost more than NCCL's constant latency (see README, "NCCL model").
+the library uses to choose, not a measurement fit: it is within 10 % from 256 MiB up and up to 185 % optimistic
+below, where nccl-tests' single-process ``-g 8`` launch and the protocols' real per-step costs exceed NCCL's
+constant latencies (README, "Collectives as NCCL runs them").
 """
 
 from __future__ import annotations
