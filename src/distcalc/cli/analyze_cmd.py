@@ -62,7 +62,9 @@ def _render(report: StepReport, example: bool) -> None:
     if var.get("gpu_speed_cv", 0) > 0:
         console.print(f"[dim]compute paced by the slowest of {var['gpus']} GPUs: ×{var['slowest_gpu_factor']:.4f} "
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
-    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
+    nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
+    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
+                 + (" [collectives: NCCL tuning model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
@@ -156,6 +158,9 @@ def register(app: typer.Typer) -> None:
         calibration: Annotated[Optional[Path], typer.Option(
             "--calibration", help="calibration file from `distcalc calibrate`: measured α/B per collective and "
                                   "tier (replacing η·B) and GEMM efficiency")] = None,
+        collective_model: Annotated[str, typer.Option(
+            "--collective-model", help="alpha-beta (default) or nccl: price AllReduce/ReduceScatter/AllGather/"
+                                       "Broadcast/Reduce with NCCL's tuning model per group (opt-in)")] = "alpha-beta",
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes."""
         given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
@@ -182,7 +187,7 @@ def register(app: typer.Typer) -> None:
         options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
                                  cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
-                                 gpu_speed_cv=gpu_speed_cv,
+                                 gpu_speed_cv=gpu_speed_cv, collective_model=collective_model.strip().lower(),
                                  calibration=load_calibration(calibration) if calibration is not None else None)
         report = analyze(spec, cluster_spec, config, options, tokens=tokens)
         if report.calibration is not None:

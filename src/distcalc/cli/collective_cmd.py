@@ -9,7 +9,11 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from distcalc.cli.collective_cluster import (
+    cluster_topology, load_cli_cluster, nccl_estimates, nccl_payload, render_nccl,
+)
 from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
+from distcalc.cluster import list_clusters
 from distcalc.collective import (
     Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
     valid_algorithms,
@@ -160,7 +164,8 @@ def collective_command(
     inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth",
                                                   help="Hierarchical NIC B2 per GPU [default: 50GB/s]."),
     inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [default: 5us]."),
-    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest) or all."),
+    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest), all, or nccl "
+                                  "(NCCL's own choice and time; needs --cluster)."),
     in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
                                               help="Switch with in-network reduction (NVLS/SHARP)."),
     oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
@@ -171,6 +176,14 @@ def collective_command(
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
                                               "calibrate`: replaces α and B with the values fitted for KIND."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
+    nccl_version: str = typer.Option("2.20.5", "--nccl-version", help="--algorithm nccl: 2.18.5 or 2.20.5."),
+    nccl_algo: Optional[str] = typer.Option(None, "--nccl-algo", help="--algorithm nccl: allowed algorithms "
+                                            "as NCCL_ALGO (ring,tree,nvls,nvls-tree,collnet-direct,collnet-chain)."),
+    nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "
+                                             "as NCCL_PROTO (LL,LL128,Simple)."),
+    collnet: bool = typer.Option(False, "--collnet", help="--algorithm nccl: the fabric has SHARP (CollNet)."),
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
@@ -179,8 +192,17 @@ def collective_command(
     """
     kind_name = _parse_cli_kind(kind)
     sizes = parse_or_exit(parse_size_range, size, "--size")
-    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+    if algorithm.strip().lower() == "nccl":
+        _nccl_command(kind_name, sizes, cluster, gpus, (intra_bandwidth, intra_latency, inter_bandwidth,
+                      inter_latency, bandwidth, latency), (nccl_version, nccl_algo, nccl_proto, collnet), json_output)
+        return
+    if cluster:
+        spec = load_cli_cluster(cluster, intra_bandwidth, intra_latency, inter_bandwidth, inter_latency, bandwidth,
+                                latency)
+        topo = cluster_topology(spec, gpus)
+    else:
+        topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
+                              intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
         from distcalc.calibration import calibrated_topology, load_calibration
 
@@ -203,6 +225,22 @@ def collective_command(
         _render_range(kind_name, topo, per_size, bounds)
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def _nccl_command(kind: str, sizes: list, cluster: Optional[str], gpus: int, links: tuple, nccl: tuple,
+                  json_output: bool) -> None:
+    """``--algorithm nccl``: NCCL's own choice (algorithm, protocol, channels) and time on a cluster preset."""
+    if not cluster:
+        raise AlgorithmError("--algorithm nccl needs --cluster NAME (NCCL's tuner reads the node's NVLink, "
+                             f"NICs and GPU generation): valid clusters are {', '.join(list_clusters())}")
+    if kind == SEND_RECV:
+        raise AlgorithmError("--algorithm nccl prices collectives; send-recv is valid with p2p")
+    spec = load_cli_cluster(cluster, *links)
+    estimates = nccl_estimates(kind, sizes, spec, gpus, *nccl)
+    if json_output:
+        emit_json(nccl_payload(kind, estimates, cluster_topology(spec, gpus), spec, gpus))
+    else:
+        render_nccl(kind, estimates, spec, gpus)
 
 
 def _parse_cli_kind(text: str) -> str:

@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from distcalc.cli.collective_cluster import cluster_topology, load_cli_cluster
 from distcalc.cli.collective_cmd import DEFAULTS, build_topology, topology_summary
 from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
 from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
@@ -79,6 +80,8 @@ def simulate_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
                                                             "per-step timeline."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
 ) -> None:
     """Execute the algorithm on simulated ranks, verify the result, route every transfer over the links and
     compare the simulated time with the analytic formula.
@@ -88,8 +91,12 @@ def simulate_command(
     """
     kind_name = _check_kind(kind)
     size_bytes = parse_or_exit(parse_size, size, "--size")
-    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+    if cluster:
+        topo = cluster_topology(load_cli_cluster(cluster, intra_bandwidth, intra_latency, inter_bandwidth,
+                                                 inter_latency, bandwidth, latency), gpus)
+    else:
+        topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
+                              intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
     choice = parse_algorithm(algorithm)
     names = valid_algorithms(kind_name, topo) if choice == "all" else [choice]
     results = [simulate(kind_name, size_bytes, topo, name, elements_per_chunk=elements, seed=seed,
