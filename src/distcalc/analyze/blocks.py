@@ -189,6 +189,26 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0) ->
     return np.maximum(end, np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0))
 
 
+def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """One FSDP unit's AllGather and ReduceScatter (a transformer block on this rank: its parameters after
+    TP and EP division) and the root unit's (embedding + output layer with one stage, the larger of the two
+    on a pipeline's end stages); :mod:`distcalc.analyze.fsdp` prices their overlap."""
+    tp = np.asarray(c["tp"], dtype=float)
+    expert = d.expert_parameters_per_layer
+    layer = ((d.parameters_per_layer - expert) / tp + expert / (tp * np.asarray(c["ep"], dtype=float))) * ones
+    head = 0 if d.tied_embeddings else d.lm_head_parameters
+    root = np.where(np.asarray(c["pp"]) > 1, max(d.embedding_parameters, d.lm_head_parameters),
+                    d.embedding_parameters + head) / tp * ones
+    return [Message(Dim.DP, Comm.ALL_GATHER, layer * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "FSDP unit AllGather (one block)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, layer * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "FSDP unit ReduceScatter (one block)"),
+            Message(Dim.DP, Comm.ALL_GATHER, root * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "FSDP root AllGather (embedding, output layer)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, root * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "FSDP root ReduceScatter (embedding, output layer)")]
+
+
 def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
              memo: dict | None = None) -> dict[str, Any]:
     """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
@@ -202,10 +222,13 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     if d.tied_embeddings:
         sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
                         np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
-    priced = message_times(cluster, msgs + sync, keys, shape, memo)  # one pricing pass for both lists
-    entries, sync_entries = priced[:len(msgs)], priced[len(msgs):]
+    units = fsdp_unit_messages(d, c, o, ones)
+    priced = message_times(cluster, msgs + sync + units, keys, shape, memo)  # one pricing pass for all lists
+    entries, sync_entries = priced[:len(msgs)], priced[len(msgs):len(msgs) + len(sync)]
     out: dict[str, Any] = {name: times for name, (_, times, _) in
                            zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
+    out.update({name: times for name, (_, times, _) in
+                zip(("ag_unit", "rs_unit", "ag_root", "rs_root"), priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)

@@ -37,6 +37,7 @@ import numpy as np
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block)
 from distcalc.analyze.comm import with_calibration
+from distcalc.analyze.fsdp import fsdp_exposure
 from distcalc.analyze.options import AnalyzeOptions
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
@@ -118,9 +119,16 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     else:
         e = [t[0], t[1], None, t[3], t[4]]
     e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
-    # ZeRO-3: a micro-batch's gradient ReduceScatter and its backward parameter AllGather share the DP links
-    # and the same backward window, so they hide behind it together, not each behind all of it
-    z3_backward = np.maximum(t[1] + t[4] - t_mb_b, 0.0) if o.overlap_grad_reduce else t[1] + t[4]
+    # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
+    # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
+    # beside it (distcalc.analyze.fsdp)
+    if o.overlap_grad_reduce:
+        fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
+                             dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown)
+        e[3] = np.minimum(fsdp.forward_s, t[3] + o.overlap_compute_slowdown * t_mb_f)
+        z3_backward = np.minimum(fsdp.backward_s, t[1] + t[4] + o.overlap_compute_slowdown * t_mb_b)
+    else:
+        z3_backward = t[1] + t[4]
     params_gpu = dpb["params_gpu"]
     opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)

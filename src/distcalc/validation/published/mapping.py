@@ -200,10 +200,14 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
     overlap = run.dp_comm_overlap is not False
+    # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
+    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
+        grad_reduce_bytes=reduce_bytes,
     )
 
 
