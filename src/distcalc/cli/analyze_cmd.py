@@ -73,6 +73,15 @@ def _render(report: StepReport, example: bool) -> None:
                      f"{row['count']:g}", format_time(row["time_s"]) + mark, format_time(row["exposed_s"]) + mark,
                      row["algorithm"], row["topology"])
     console.print(comm)
+    if report.overlaps:
+        overlaps = Table(title="overlaps assumed (why a collective is or is not exposed)")
+        for name, justify in (("dim", "left"), ("collectives", "left"), ("hidden behind", "left"),
+                              ("because", "left"), ("exposed", "right")):
+            overlaps.add_column(name, justify=justify)
+        for row in report.overlaps:
+            overlaps.add_row(row["dim"], row["collectives"], row["hidden_behind"], row["reason"],
+                             format_time(row["exposed_s"]))
+        console.print(overlaps)
     groups = Table(title="process groups on the cluster")
     for name in ("dim", "GPUs", "topology", "tier", "nodes", "B per GPU (η·B, or measured)"):
         groups.add_column(name)
