@@ -72,3 +72,18 @@ def test_hierarchical_fill_is_the_harmonic_mean_of_the_ring_hops():
     share = 16 / 128
     assert dp.fill_bandwidth_bytes_per_s == pytest.approx(1 / (share / inter + (1 - share) / intra))
     assert inter < dp.fill_bandwidth_bytes_per_s < intra
+
+
+def test_overlapped_dp_and_cp_pay_the_compute_slowdown():
+    """Megatron DP reduction overlapped with backward and CP ring passes slow the compute they overlap:
+    free overlap (slowdown 0) is faster, and non-overlapped DP is slower still."""
+    config = ParallelConfig(gpus=64, tp=4, cp=2, dp=8, micro_batch=1, global_batch=64, seq_len=32768,
+                            sequence_parallel=True, distributed_optimizer=True)
+    opts = dict(distributed_optimizer=True)
+    free = analyze("llama2-7b", "dgx-h100", config, AnalyzeOptions(overlap_compute_slowdown=0.0, **opts))
+    paid = analyze("llama2-7b", "dgx-h100", config, AnalyzeOptions(**opts))
+    assert paid.time_breakdown["cp_exposed_s"] > free.time_breakdown["cp_exposed_s"]
+    assert paid.time_breakdown["dp_exposed_s"] > free.time_breakdown["dp_exposed_s"]
+    serial = analyze("llama2-7b", "dgx-h100", config,
+                     AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False, **opts))
+    assert serial.time_breakdown["dp_exposed_s"] >= paid.time_breakdown["dp_exposed_s"]

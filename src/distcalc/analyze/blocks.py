@@ -150,9 +150,14 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     attn = out["forward_attention_s"]
-    cp_f = (np.maximum(total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD) - attn, 0.0)
+    # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
+    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
+    ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
+    kappa = o.overlap_compute_slowdown
+    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
             + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD) - 2.0 * attn, 0.0)
+    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
               + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac

@@ -7,13 +7,17 @@ stages, v chunks, L_s = L/p layers per stage):
   :mod:`distcalc.compute`; TP collectives (:func:`distcalc.traffic.tp_layer_messages`) on the TP group's
   topology — forward ones and the backward ones on the critical path fully exposed, the overlappable
   backward ones exposed except ``tp_overlap_efficiency`` × the backward GEMM time; CP ring K/V exchange
-  exposed beyond the attention compute it overlaps (Ulysses AllToAll fully exposed); EP AllToAll
+  exposed beyond the attention compute it overlaps, that attention slowed by ``overlap_compute_slowdown``
+  while it overlaps (Ulysses AllToAll fully exposed); EP AllToAll
   (dispatch + combine) fully exposed;
 * per stage and micro-batch: ``L_s × layer`` + the embedding (first stage) / output layer and loss (last
   stage) with their TP collectives + blocking pipeline Send/Recv of v chunk boundaries each way;
 * pipeline: :func:`distcalc.pipeline.pipeline_time_s` (``m·t_max + (p−1)/v·t_mean``; ZB-H1 variant);
 * after the pipeline: DP gradient reduction and parameter gathering (:func:`distcalc.traffic.dp_gradient_messages`)
-  exposed beyond the backward (or forward) of one micro-batch when overlapped, tied-embedding gradient
+  exposed beyond the backward (or forward) of one micro-batch when overlapped, plus
+  ``overlap_compute_slowdown`` × the compute they overlap (NCCL kernels take SMs); ZeRO-3/FSDP per unit
+  (:mod:`distcalc.analyze.fsdp`: first gather and last reduce-scatters exposed, a block's excess where its
+  collectives outlast its compute, the same slowdown); tied-embedding gradient
   AllReduce between the first and last stage (p > 1), and the optimizer step, memory-bound:
   ``P_opt · bytes_per_parameter / (B_HBM·η_mem)``.
 
@@ -113,12 +117,16 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
+    # overlapped: the excess over the window is exposed, and the compute it overlaps runs
+    # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp)
+    kappa = o.overlap_compute_slowdown
+    hidden = lambda x, window: np.maximum(x - window, 0.0) + kappa * np.minimum(x, window)  # noqa: E731
     if o.overlap_grad_reduce:
-        e = [np.maximum(t[0] - t_mb_b, 0.0), np.maximum(t[1] - t_mb_b, 0.0), None,
-             np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
+        e = [hidden(t[0], t_mb_b), hidden(t[1], t_mb_b), None, np.maximum(t[3] - t_mb_f, 0.0),
+             np.maximum(t[4] - t_mb_b, 0.0)]
     else:
         e = [t[0], t[1], None, t[3], t[4]]
-    e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
+    e[2] = hidden(t[2], t_mb_f) if o.overlap_param_gather else t[2]
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
     # beside it (distcalc.analyze.fsdp)

@@ -23,7 +23,7 @@ bf16 in IBM's fms-fsdp ``bfSixteen``), and the root's ``g₀``, ``r₀``:
   ``max(0, g + r − b)``; after the last block's backward its ReduceScatter and the root's are exposed
   (the optimizer step waits for them): ``exposed_bwd = (U − 1)·max(0, g + r − b) + r + r₀``.
 * contention: while a collective runs, its NCCL kernels occupy SMs and HBM bandwidth, so the compute it
-  overlaps runs slower. Lee et al. 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
+  overlaps runs slower (:mod:`distcalc.analyze.core` applies the same to overlapped DP and CP traffic). Lee et al. 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
   Distributed Deep Learning", arXiv:2507.03114) measured an average compute slowdown of 18.9 % (max
   40 %) for GPT and Llama layers overlapped with collectives on A100, H100, MI250 and MI210; the
   overlapped compute is ``(U − 1)·(min(f, g) + min(b, g + r))`` and pays that fraction on top.

@@ -42,8 +42,11 @@ class AnalyzeOptions(BaseModel):
       on each micro-batch's critical path.
     * ``overlap_compute_slowdown`` 0.189: fraction by which compute slows while an overlapped collective
       runs beside it (NCCL kernels take SMs and HBM bandwidth; Lee et al. 2025, arXiv:2507.03114, average
-      over GPT/Llama layers on A100/H100/MI250/MI210). Applied to ZeRO-3/FSDP's per-unit overlap
-      (:mod:`distcalc.analyze.fsdp`); 0 describes free overlap.
+      over GPT/Llama layers on A100/H100/MI250/MI210). Applied to the compute every overlapped collective
+      hides behind: ZeRO-3/FSDP's per-unit gathers and reduce-scatters (:mod:`distcalc.analyze.fsdp`), the
+      DP gradient reduction and parameter gather when overlapped, CP ring attention's K/V passes; 0
+      describes free overlap. Not applied to TP userbuffers overlap (its own SM budget, ``tp_overlap_efficiency``)
+      nor to pipeline Send/Recv.
     * ``gpu_speed_cv`` 0.0148: coefficient of variation σ of per-GPU compute speed. A synchronous step runs
       its compute at the pace of the slowest of its N GPUs, ``1 + σ·E[max of N standard normals]`` times
       the median GPU's time (:mod:`distcalc.variability`; σ from Sinha et al. 2022's 8 % spread across the

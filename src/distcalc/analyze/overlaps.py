@@ -49,7 +49,8 @@ def _cp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
     return OverlapAssumption("cp", "ring attention K/V Send/Recv, one block per ring step",
                              "the attention of the block already received (forward), twice that in backward",
                              "cp_algorithm ring: a step is exposed only where its transfer outlasts the attention "
-                             "it overlaps", exposed)
+                             f"it overlaps; that attention {100 * options.overlap_compute_slowdown:.1f} % slower "
+                             "meanwhile", exposed)
 
 
 def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
@@ -80,7 +81,7 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
               and options.overlap_param_gather else "")
     return OverlapAssumption("dp", what, "the backward pass of the last micro-batch" + gather,
                              "overlap_grad_reduce: bucketed reduction as gradients become ready; what outlasts "
-                             "one micro-batch's backward is exposed", exposed)
+                             f"one micro-batch's backward is exposed; {slow}", exposed)
 
 
 def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions,
