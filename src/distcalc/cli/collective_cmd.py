@@ -27,7 +27,8 @@ DEFAULTS = {"topology": "switch", "gpus": 8, "size": "1GiB", "bandwidth": "100GB
 
 TOPOLOGY_HELP = {
     TopologyKind.RING: "physical ring, two neighbour links per GPU (1D torus)",
-    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32), --oversubscription s:1",
+    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32; the last leaf may be "
+                       "partly filled), --oversubscription s:1",
     TopologyKind.SWITCH: "ideal non-blocking switch, one port of B per GPU (--in-network-reduction: NVLS/SHARP)",
     TopologyKind.HIERARCHICAL: "g GPUs per node on NVLink (B1, α1) + one NIC per GPU on rails (B2, α2)",
     TopologyKind.MESH: "2D/3D mesh without wraparound (--shape, default most-square)",
@@ -116,6 +117,10 @@ def topology_summary(topo: Topology) -> str:
                 f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
                 f"{format_time(float(topo.inter_latency_s))})")
     shape = f" {'x'.join(map(str, topo.shape))}" if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) else ""
+    if topo.kind == TopologyKind.TREE and topo.gpus > 1:
+        over = f", uplinks {topo.oversubscription:g}:1" if topo.nodes > 1 else ""
+        return (f"tree of {topo.gpus} GPUs [{topo.leaf_layout}{over}] ({format_rate(topo.bandwidth_bytes_per_s)}, "
+                f"{format_time(topo.latency_s)})")
     return (f"{topo.kind.value}{shape} of {topo.gpus} GPUs ({format_rate(topo.bandwidth_bytes_per_s)}, "
             f"{format_time(topo.latency_s)})")
 
@@ -147,7 +152,8 @@ def collective_command(
                                         "[default: most-square 2D]."),
     gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
                                                 help="Hierarchical: GPUs per node g [default: 8]; tree: GPUs "
-                                                     "per leaf [default: 32]."),
+                                                     "per leaf, a divisor of N or a power of two [default: N if "
+                                                     "N <= 32, else 32 with a partly filled last leaf]."),
     intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth",
                                                   help="Hierarchical NVLink B1 per GPU [default: 450GB/s]."),
     intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [default: 1us]."),

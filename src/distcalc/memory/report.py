@@ -138,7 +138,7 @@ def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dic
         tp=config.tp, pp=config.pp, dp=config.data_parallel, cp=config.cp, ep=config.ep, vpp=config.vpp,
         zero=config.zero_stage, sequence_parallel=config.sequence_parallel, recompute=config.recompute.code,
         micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
-        schedule=config.resolved_schedule.code, flash=config.flash_attention, fp8=config.dtype == Precision.FP8,
+        schedule=config.resolved_schedule.code, flash=config.flash_attention, weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter,
         account_for_embedding_and_loss=config.account_for_embedding_and_loss, options=options,
     )
 
