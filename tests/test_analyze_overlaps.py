@@ -51,3 +51,15 @@ def test_cli_prints_the_overlap_table():
                                       "--dp", "64", "--zero", "3", "--seq-len", "4096"], env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
     assert "overlaps assumed" in result.output
+
+
+def test_cli_overlap_slowdown_and_reduce_bytes_options():
+    """--overlap-slowdown 0 (free overlap) and bf16 reduction are faster than the defaults; bad values exit 2."""
+    base = ["analyze", "--model", "llama2-7b", "--cluster", "dgx-a100", "--gpus", "64", "--dp", "64", "--zero", "3",
+            "--seq-len", "4096", "--json"]
+    runner = CliRunner()
+    step = lambda extra: json.loads(runner.invoke(app, base + extra).output)["step_time_s"]  # noqa: E731
+    default = step([])
+    assert step(["--overlap-slowdown", "0"]) < default
+    assert step(["--grad-reduce-bytes", "2"]) < default
+    assert runner.invoke(app, base + ["--overlap-slowdown", "1.5"]).exit_code == 2

@@ -33,13 +33,13 @@ class OverlapAssumption:
 
 def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
     eff = options.tp_overlap_efficiency
-    hidden = (f"{100 * eff:.0f} % of the overlappable backward ones behind the backward GEMMs" if eff > 0
+    hidden = (f"{100 * eff:.0f} % of the backward ones behind the backward GEMMs; forward ones exposed" if eff > 0
               else "nothing (critical path)")
     reason = ("tp_overlap_efficiency {:.2f}: TransformerEngine userbuffers (--tp-comm-overlap) pipeline them with "
               "the GEMMs".format(eff) if eff > 0 else
               "tp_overlap_efficiency 0: without userbuffers NCCL competes with the GEMMs (Korthikanti 2022 Table 4)")
-    return OverlapAssumption("tp", "forward AllReduce/AllGather/ReduceScatter of every layer exposed; backward "
-                             "ones that the weight-gradient GEMM could hide", hidden, reason, exposed)
+    return OverlapAssumption("tp", "per-layer AllReduce / AllGather / ReduceScatter, forward and backward", hidden,
+                             reason, exposed)
 
 
 def _cp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
