@@ -87,3 +87,22 @@ def test_overlapped_dp_and_cp_pay_the_compute_slowdown():
     serial = analyze("llama2-7b", "dgx-h100", config,
                      AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False, **opts))
     assert serial.time_breakdown["dp_exposed_s"] >= paid.time_breakdown["dp_exposed_s"]
+
+
+def test_last_gradient_bucket_and_first_parameter_bucket_stay_exposed():
+    """Megatron DDP buckets (max(40e6, 1e6·dp) parameters): even with a backward window far longer than the
+    reduction, the last gradient bucket's ReduceScatter and the first parameter bucket's AllGather are exposed."""
+    from distcalc.placement import effective_time_s
+    from distcalc.traffic import Comm
+
+    cluster = load_cluster("dgx-h100")
+    config = ParallelConfig(gpus=16, dp=16, micro_batch=1, global_batch=256, seq_len=4096,
+                            distributed_optimizer=True)
+    options = AnalyzeOptions(distributed_optimizer=True, overlap_compute_slowdown=0.0)
+    report = analyze("llama2-7b", cluster, config, options)
+    dp = place_groups(cluster, dp=16)[Dim.DP]
+    bucket = 40e6
+    expected = (effective_time_s(Comm.REDUCE_SCATTER, bucket * 4, dp)[0]
+                + effective_time_s(Comm.ALL_GATHER, bucket * 2, dp)[0])
+    assert report.time_breakdown["dp_exposed_s"] == pytest.approx(float(expected), rel=1e-9)
+    assert report.time_breakdown["dp_exposed_s"] < report.time_breakdown["dp_on_link_s"]

@@ -214,6 +214,24 @@ def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions
                     "FSDP root ReduceScatter (embedding, output layer)")]
 
 
+#: Megatron-Core DDP's default gradient/parameter bucket: max(40e6, 1e6·dp) parameters
+#: (``DistributedDataParallelConfig.bucket_size``: "larger DP sizes need larger buckets").
+BUCKET_MIN_PARAMETERS = 40e6
+BUCKET_PARAMETERS_PER_DP_RANK = 1e6
+
+
+def bucket_messages(params: np.ndarray, dp_size: np.ndarray, o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """The DP bucket that cannot overlap: the last gradient bucket (the first layers' gradients, ready only
+    when the backward pass ends) and the first parameter bucket (needed before the first layer's forward)."""
+    bucket = np.minimum(np.maximum(BUCKET_MIN_PARAMETERS, BUCKET_PARAMETERS_PER_DP_RANK * dp_size), params) * ones
+    return [Message(Dim.DP, Comm.ALL_REDUCE, bucket * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "last gradient bucket (AllReduce)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, bucket * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "last gradient bucket (ReduceScatter)"),
+            Message(Dim.DP, Comm.ALL_GATHER, bucket * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "first parameter bucket (AllGather)")]
+
+
 def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
              memo: dict | None = None) -> dict[str, Any]:
     """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
@@ -227,13 +245,14 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     if d.tied_embeddings:
         sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
                         np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
-    units = fsdp_unit_messages(d, c, o, ones)
-    priced = message_times(cluster, msgs + sync + units, keys, shape, memo)  # one pricing pass for all lists
+    extra = fsdp_unit_messages(d, c, o, ones) + bucket_messages(params, np.asarray(keys[Dim.DP].size), o, ones)
+    priced = message_times(cluster, msgs + sync + extra, keys, shape, memo)  # one pricing pass for all lists
     entries, sync_entries = priced[:len(msgs)], priced[len(msgs):len(msgs) + len(sync)]
     out: dict[str, Any] = {name: times for name, (_, times, _) in
                            zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
     out.update({name: times for name, (_, times, _) in
-                zip(("ag_unit", "rs_unit", "ag_root", "rs_root"), priced[len(msgs) + len(sync):])})
+                zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
+                    priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)

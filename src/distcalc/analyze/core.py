@@ -14,7 +14,9 @@ stages, v chunks, L_s = L/p layers per stage):
   stage) with their TP collectives + blocking pipeline Send/Recv of v chunk boundaries each way;
 * pipeline: :func:`distcalc.pipeline.pipeline_time_s` (``m·t_max + (p−1)/v·t_mean``; ZB-H1 variant);
 * after the pipeline: DP gradient reduction and parameter gathering (:func:`distcalc.traffic.dp_gradient_messages`)
-  exposed beyond the backward (or forward) of one micro-batch when overlapped, plus
+  exposed beyond the backward (or forward) of one micro-batch when overlapped, at least the bucket that
+  cannot overlap (the last gradient bucket, the first parameter bucket: Megatron-Core's max(40e6, 1e6·dp)
+  parameters, :func:`distcalc.analyze.blocks.bucket_messages`), plus
   ``overlap_compute_slowdown`` × the compute they overlap (NCCL kernels take SMs); ZeRO-3/FSDP per unit
   (:mod:`distcalc.analyze.fsdp`: first gather and last reduce-scatters exposed, a block's excess where its
   collectives outlast its compute, the same slowdown); tied-embedding gradient
@@ -118,15 +120,20 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
-    # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp)
+    # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
+    # bucket that cannot overlap (last gradient bucket, first parameter bucket) is exposed in any case
     kappa = o.overlap_compute_slowdown
-    hidden = lambda x, window: np.maximum(x - window, 0.0) + kappa * np.minimum(x, window)  # noqa: E731
+
+    def hidden(x: np.ndarray, window: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+        tail = np.minimum(x, bucket)
+        return np.maximum(x - window, tail) + kappa * np.minimum(x - tail, window)
+
     if o.overlap_grad_reduce:
-        e = [hidden(t[0], t_mb_b), hidden(t[1], t_mb_b), None, np.maximum(t[3] - t_mb_f, 0.0),
-             np.maximum(t[4] - t_mb_b, 0.0)]
+        e = [hidden(t[0], t_mb_b, dpb["bucket_ar"]), hidden(t[1], t_mb_b, dpb["bucket_rs"]), None,
+             np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
     else:
         e = [t[0], t[1], None, t[3], t[4]]
-    e[2] = hidden(t[2], t_mb_f) if o.overlap_param_gather else t[2]
+    e[2] = hidden(t[2], t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather else t[2]
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
     # beside it (distcalc.analyze.fsdp)

@@ -80,8 +80,9 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
     gather = ("; parameter AllGather behind the next forward (overlap_param_gather)" if zero >= 1
               and options.overlap_param_gather else "")
     return OverlapAssumption("dp", what, "the backward pass of the last micro-batch" + gather,
-                             "overlap_grad_reduce: bucketed reduction as gradients become ready; what outlasts "
-                             f"one micro-batch's backward is exposed; {slow}", exposed)
+                             "overlap_grad_reduce: bucketed reduction as gradients become ready; the last gradient "
+                             "bucket (and the first parameter bucket) and what outlasts one micro-batch's backward "
+                             f"are exposed; {slow}", exposed)
 
 
 def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions,
