@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.cli.common import console, emit_report, handle_errors, parse_or_exit
 from distcalc.cluster import load_cluster
@@ -75,6 +76,15 @@ def _render(report: StepReport, example: bool) -> None:
                      f"{row['count']:g}", format_time(row["time_s"]) + mark, format_time(row["exposed_s"]) + mark,
                      row["algorithm"], row["topology"])
     console.print(comm)
+    if report.overlaps:
+        overlaps = Table(title="overlaps assumed (why a collective is or is not exposed)")
+        for name, justify in (("dim", "left"), ("collectives", "left"), ("hidden behind", "left"),
+                              ("because", "left"), ("exposed", "right")):
+            overlaps.add_column(name, justify=justify)
+        for row in report.overlaps:
+            overlaps.add_row(row["dim"], row["collectives"], row["hidden_behind"], row["reason"],
+                             format_time(row["exposed_s"]))
+        console.print(overlaps)
     groups = Table(title="process groups on the cluster")
     for name in ("dim", "GPUs", "topology", "tier", "nodes", "B per GPU (η·B, or measured)"):
         groups.add_column(name)
@@ -152,6 +162,11 @@ def register(app: typer.Typer) -> None:
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
                                    "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+        overlap_slowdown: Annotated[float, typer.Option(
+            min=0.0, max=0.99, help="compute slowdown while an overlapped DP/FSDP/CP collective runs beside it "
+                                    "(0: free overlap)")] = OVERLAP_COMPUTE_SLOWDOWN,
+        grad_reduce_bytes: Annotated[int, typer.Option(
+            min=1, max=8, help="bytes per gradient element in DP/FSDP reduction (4: fp32, 2: bf16)")] = 4,
         tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
@@ -188,6 +203,7 @@ def register(app: typer.Typer) -> None:
                                  overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
                                  cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
                                  gpu_speed_cv=gpu_speed_cv, collective_model=collective_model.strip().lower(),
+                                 overlap_compute_slowdown=overlap_slowdown, grad_reduce_bytes=grad_reduce_bytes,
                                  calibration=load_calibration(calibration) if calibration is not None else None)
         report = analyze(spec, cluster_spec, config, options, tokens=tokens)
         if report.calibration is not None:

@@ -62,6 +62,10 @@ GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
     ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
+    # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
+    ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
+    ("800 Gbps per node", "eth-100g", 8),
 )
 
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
@@ -211,12 +215,16 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
     overlap = run.dp_comm_overlap is not False
+    # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
+    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
+        grad_reduce_bytes=reduce_bytes,
     )
 
 
