@@ -17,12 +17,15 @@ function options(select, names, selected) {
 function showValidity(error) {
   for (const el of form.querySelectorAll(".invalid")) el.classList.remove("invalid");
   const box = $("validity");
+  $("results").classList.toggle("stale", !!error);  // charts below still show the last valid layout
   if (!error) { box.className = "validity ok"; box.textContent = "valid layout"; return; }
   box.className = "validity error";
   box.textContent = "error: " + error.message;
   box.dataset.field = error.field || "";
-  const el = form.elements[error.field];
-  if (el) el.classList.add("invalid");
+  for (const name of error.fields && error.fields.length ? error.fields : [error.field]) {
+    const el = form.elements[name];
+    if (el && el.classList) el.classList.add("invalid");
+  }
 }
 
 function clusterOf(name) { return presets.clusters.find((c) => c.name === name); }
