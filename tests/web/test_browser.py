@@ -185,3 +185,37 @@ def test_export_json_csv_yaml_and_rerun_with_the_cli(server, browser, shoot, tmp
 
 def _read(path: Path) -> str | None:
     return path.read_text() if path.exists() and path.stat().st_size else None
+
+
+def test_custom_link_and_collective_on_a_group_equal_the_cli(server, browser, shoot):
+    reload(browser, server + "/?tp=4")  # dp = 4: two ranks per node on two nodes, a two-tier group
+    set_field(browser, "intra_bandwidth", "300GB/s")
+    set_field(browser, "inter_latency", "10us")
+    wait_for(lambda: "intra_bandwidth=300GB" in browser.current_url and settled(browser), what="custom links")
+    request = {**PAGE_DEFAULTS, "tp": 4, "intra_bandwidth": "300GB/s", "inter_latency": "10us"}
+    wait_for(lambda: float(browser.find_element("id", "m-step").get_attribute("data-value"))
+             == cli("analyze", request)[1]["step_time_s"], what="step time with custom links")
+    from selenium.webdriver.support.ui import Select
+
+    Select(browser.find_element("id", "f-collective")).select_by_visible_text("reduce-scatter")
+    group = browser.find_element("id", "f-collective-group")
+    Select(group).select_by_value("dp")
+    chart = browser.find_element("id", "chart-busbw")
+    wait_for(lambda: '"reduce-scatter"' in (chart.get_attribute("data-request") or "")
+             and '"hierarchical"' in chart.get_attribute("data-request"), what="dp-group busbw")
+    collective_request = json.loads(chart.get_attribute("data-request"))
+    code, expected, stderr = cli("collective", collective_request)
+    assert code == 0, stderr
+    by_algorithm: dict = {}
+    for row in expected["results"]:
+        by_algorithm.setdefault(row["algorithm"], []).append(row["busbw_bytes_per_s"])
+    drawn = {line.get_attribute("data-algorithm"): json.loads(line.get_attribute("data-busbw"))
+             for line in chart.find_elements("css selector", "polyline.series")}
+    assert drawn == by_algorithm
+    # the group is priced with the dp group's η·B as analyze placed it (300 GB/s · η intra, NIC inter)
+    groups = cli("analyze", request)[1]["groups"]
+    assert collective_request["gpus"] == groups["dp"]["gpus"] == 4
+    assert float(collective_request["intra_bandwidth"].removesuffix("GB/s")) * 1e9 == groups["dp"]["bandwidth_bytes_per_s"]
+    efficiency = cli("analyze", request)[1]["cluster"]["intra"]["efficiency"]
+    assert groups["dp"]["bandwidth_bytes_per_s"] == pytest.approx(300e9 * efficiency, rel=1e-12)  # η on the typed B
+    shoot("06-calculator-custom-links-dp-group")

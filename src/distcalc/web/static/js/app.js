@@ -30,18 +30,31 @@ function showValidity(error) {
 
 function clusterOf(name) { return presets.clusters.find((c) => c.name === name); }
 
-function collectiveRequest(req) {
-  const c = clusterOf(req.cluster), gpn = Number(req.gpus_per_node || c.gpus_per_node);
-  const gbps = (bw, eff) => `${(bw * eff) / 1e9}GB/s`, us = (s) => `${s * 1e6}us`;
-  const base = { kind: $("f-collective").value, size: "1KiB..4GiB", algorithm: "all" };
-  const all = $("f-collective-dim").value === "cluster" && c.inter && Number(req.gpus) > gpn;
-  if (!all) {
-    return { ...base, topology: "switch", gpus: Math.min(gpn, Number(req.gpus) || gpn),
-      bandwidth: gbps(c.intra.bandwidth_bytes_per_s, c.intra.efficiency), latency: us(c.intra.latency_s) };
+// Process groups to price the chosen collective on: one node of the cluster, or a parallel dimension's group
+// as analyze placed it (its η·B and α, two tiers when it spans nodes): the numbers the step-time model uses.
+function collectiveGroups(report) {
+  const c = report.cluster, groups = [];
+  const node = { kind: c.intra_topology === "torus" ? "torus" : "switch", gpus: c.gpus_per_node,
+    bandwidth_bytes_per_s: c.intra.bandwidth_bytes_per_s * c.intra.efficiency, latency_s: c.intra.latency_s,
+    shape: c.shape };
+  groups.push(["node", `one node (${c.gpus_per_node} GPUs)`, node]);
+  for (const [dim, g] of Object.entries(report.groups)) {
+    if (g.gpus > 1) groups.push([dim, `${dim} group (${g.gpus} GPUs${g.nodes > 1 ? `, ${g.nodes} nodes` : ""})`, g]);
   }
-  return { ...base, topology: "hierarchical", gpus: Number(req.gpus), gpus_per_node: gpn,
-    intra_bandwidth: gbps(c.intra.bandwidth_bytes_per_s, c.intra.efficiency), intra_latency: us(c.intra.latency_s),
-    inter_bandwidth: gbps(c.inter.bandwidth_per_gpu_bytes_per_s, c.inter.efficiency), inter_latency: us(c.inter.latency_s) };
+  return groups;
+}
+
+function collectiveRequest(group) {
+  const gbps = (bw) => `${bw / 1e9}GB/s`, us = (s) => `${s * 1e6}us`;
+  const base = { kind: $("f-collective").value, size: "1KiB..4GiB", algorithm: "all", gpus: group.gpus };
+  if (group.kind === "hierarchical") {
+    return { ...base, topology: "hierarchical", gpus_per_node: group.members_per_node,
+      intra_bandwidth: gbps(group.bandwidth_bytes_per_s), intra_latency: us(group.latency_s),
+      inter_bandwidth: gbps(group.inter_bandwidth_bytes_per_s), inter_latency: us(group.inter_latency_s) };
+  }
+  const shape = group.kind === "torus" && group.shape ? { shape: group.shape.join("x") } : {};
+  return { ...base, ...shape, topology: group.kind === "torus" ? "torus" : "switch",
+    bandwidth: gbps(group.bandwidth_bytes_per_s), latency: us(group.latency_s) };
 }
 
 async function recompute() {
@@ -63,17 +76,24 @@ async function recompute() {
     $("chart-timeline").innerHTML = timelineChart(timeline);
     $("timeline-note").textContent = `first ${timeline.micro_batches_shown} of ${timeline.micro_batches} micro-batches, ${timeline.schedule}`;
     $("table-comm").innerHTML = commTable(report);
-    await drawBusbw(req, mine);
+    const select = $("f-collective-group"), keep = select.value;
+    last.groups = collectiveGroups(report);
+    select.innerHTML = last.groups.map(([key, text]) => `<option value="${key}">${esc(text)}</option>`).join("");
+    if (last.groups.some(([key]) => key === keep)) select.value = keep;
+    await drawBusbw(mine);
   } catch (error) {
     if (mine !== generation) return;
     showValidity(error);
   }
 }
 
-async function drawBusbw(req, mine) {
+async function drawBusbw(mine) {
   try {
-    const coll = await api("/api/collective", collectiveRequest(req));
-    if (mine === generation) $("chart-busbw").innerHTML = busbwChart(coll);
+    const group = last.groups.find(([key]) => key === $("f-collective-group").value) || last.groups[0];
+    const coll = await api("/api/collective", collectiveRequest(group[2]));
+    if (mine !== generation) return;
+    $("chart-busbw").innerHTML = busbwChart(coll);
+    $("chart-busbw").dataset.request = JSON.stringify(collectiveRequest(group[2]));
   } catch (error) {
     if (mine === generation) $("chart-busbw").textContent = "error: " + error.message;
   }
@@ -123,8 +143,8 @@ async function main() {
   writeForm(form, state);
   form.addEventListener("input", (e) => { if (e.target.id === "f-model") { uploaded = null; $("upload-note").textContent = ""; } schedule(); });
   $("f-upload").addEventListener("change", (e) => e.target.files[0] && upload(e.target.files[0]));
-  $("f-collective").addEventListener("change", () => last && drawBusbw(last.request, generation));
-  $("f-collective-dim").addEventListener("change", () => last && drawBusbw(last.request, generation));
+  $("f-collective").addEventListener("change", () => last && drawBusbw(generation));
+  $("f-collective-group").addEventListener("change", () => last && drawBusbw(generation));
   $("export-json").addEventListener("click", () => last && download("analyze.json", JSON.stringify(last.report, null, 2), "application/json"));
   $("export-csv").addEventListener("click", () => last && download("analyze.csv", exportCsv(last.report, last.memory), "text/csv"));
   $("export-yaml").addEventListener("click", () => last && exportYaml());

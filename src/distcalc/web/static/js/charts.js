@@ -15,7 +15,7 @@ const GIB = 2 ** 30;
 
 export function memoryChart(mem) {
   const stages = mem.memory.stages, capacity = mem.gpu ? mem.gpu.memory_bytes : 0;
-  const W = 520, H = 300, left = 48, right = 10, top = 52, bottom = 28;
+  const W = 520, H = 300, left = 48, right = 62, top = 52, bottom = 28;
   const maxBytes = Math.max(capacity, ...stages.map((s) => s.total_bytes)) * 1.08;
   const y = linear(0, maxBytes / GIB, H - bottom, top);
   const slot = (W - left - right) / stages.length, bw = Math.min(60, slot * 0.7);
@@ -41,7 +41,8 @@ export function memoryChart(mem) {
     const yc = y(capacity / GIB);
     body += `<line class="capacity" x1="${left}" x2="${W - right}" y1="${yc}" y2="${yc}" stroke="#1a202c"
       stroke-dasharray="5 3" data-bytes="${capacity}"/>` +
-      `<text x="${W - right}" y="${yc - 3}" text-anchor="end">${esc(mem.gpu.name)} ${fmtSize(capacity)}</text>`;
+      `<text x="${W - right + 4}" y="${yc - 2}">${esc(mem.gpu.name)}</text>` +
+      `<text x="${W - right + 4}" y="${yc + 11}">${fmtSize(capacity)}</text>`;
   }
   body += legend(MEMORY_SEGMENTS.map(([l], k) => [l, PALETTE[k]]), left, 12, 3, 150);
   return frame(W, H, body);
@@ -102,7 +103,8 @@ export function busbwChart(coll) {
   sizes.forEach((s, i) => { if (i % 2 === 0) body += `<text x="${x(s)}" y="${H - 10}" text-anchor="middle">${fmtSize(s)}</text>`; });
   Object.entries(byAlg).forEach(([alg, rows], k) => {
     const pts = rows.filter((r) => r.busbw_bytes_per_s != null).map((r) => `${x(r.size_bytes)},${y(r.busbw_bytes_per_s / 1e9)}`);
-    body += `<polyline class="series" data-algorithm="${esc(alg)}" points="${pts.join(" ")}" fill="none"
+    body += `<polyline class="series" data-algorithm="${esc(alg)}" data-busbw="${esc(JSON.stringify(rows.map((r) => r.busbw_bytes_per_s)))}"
+      points="${pts.join(" ")}" fill="none"
       stroke="${PALETTE[k % PALETTE.length]}" stroke-width="2"/>`;
     body += legend([[alg, PALETTE[k % PALETTE.length]]], W - right + 12, top + 12 + k * 16, 1);
   });

@@ -1,6 +1,7 @@
 // The calculator's inputs: defaults (the CLI's built-in example), form <-> request, and the URL query.
 export const DEFAULTS = {
-  model: "llama3-70b", cluster: "dgx-h100", gpu: "", gpus_per_node: "", gpus: 64, tp: 8, pp: 4, dp: "", cp: 1,
+  model: "llama3-70b", cluster: "dgx-h100", gpu: "", gpus_per_node: "", intra_bandwidth: "", intra_latency: "",
+  inter_bandwidth: "", inter_latency: "", gpus: 64, tp: 8, pp: 4, dp: "", cp: 1,
   ep: 1, vpp: 5, zero: 0, micro_batch: 1, global_batch: 128, seq_len: 8192, recompute: "none", schedule: "",
   dtype: "bf16", distributed_optimizer: true, sequence_parallel: true, flash_attention: true,
   account_for_embedding_and_loss: false,
@@ -36,7 +37,7 @@ export function analyzeRequest(state, uploaded) {
 // The same layout as a memory request (memory takes the GPU, not the cluster).
 export function memoryRequest(req, clusterGpu) {
   const out = { ...req, gpu: req.gpu || clusterGpu };
-  delete out.cluster; delete out.gpus_per_node;
+  for (const key of ["cluster", "gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency"]) delete out[key];
   return out;
 }
 export function toQuery(state) {

@@ -13,8 +13,8 @@ export function headline(r) {
     metric("m-tokens", "tokens/s", Math.round(r.tokens_per_s).toLocaleString("en-US"), r.tokens_per_s) +
     metric("m-memory", "memory, worst stage", fmtSize(m.total_bytes), m.total_bytes, r.fits ? "good" : "bad") +
     metric("m-fits", `on ${r.cluster.gpu}`, r.fits ? "fits" : "does not fit", r.fits, r.fits ? "good" : "bad") +
-    `<div class="metric"><b>${esc(r.model.name)}</b><span>${(r.model.parameters / 1e9).toFixed(1)}B parameters, ` +
-    `${r.cluster.gpus}× ${esc(r.cluster.gpu)}, dp=${r.config.dp}</span></div>`;
+    `<div class="metric"><b>${esc(r.model.name)}</b><span>${(r.model.parameters / 1e9).toFixed(1)}B · ` +
+    `${r.cluster.gpus} GPUs · dp=${r.config.dp}</span></div>`;
 }
 
 const COMM_COLUMNS = [["dim", "l"], ["collective", "l"], ["phase", "l"], ["message", "l"], ["size", ""], ["count", ""],
