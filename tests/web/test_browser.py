@@ -93,6 +93,19 @@ def test_page_loads_and_equals_the_cli(server, browser, shoot):
     wait_for(lambda: page_numbers(browser)["busbw_series"], what="busbw chart")
     assert_page_equals_cli(browser, PAGE_DEFAULTS)
     shoot("01-calculator-default")
+    # every script, style and API call the page made went to its own server (no CDN, nothing outside)
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert fetched and all(name.startswith(server + "/") for name in fetched), fetched
+
+
+def test_api_docs_page_lists_every_route(server, browser):
+    browser.get(server + "/docs")
+    text = wait_for(lambda: "POST /api/analyze" in browser.page_source and browser.find_element("id", "docs").text,
+                    what="docs")
+    for route in ("GET /api/presets", "/api/memory", "/api/search", "/api/collective", "/api/simulate"):
+        assert route in text
+    fetched = browser.execute_script("return performance.getEntriesByType('resource').map(e => e.name)")
+    assert all(name.startswith(server + "/") for name in fetched), fetched
 
 
 def test_changing_the_layout_updates_numbers_charts_and_url(server, browser, shoot):
