@@ -11,7 +11,9 @@ import urllib.request
 
 import pytest
 
-from .cli_json import cli
+from distcalc.cli import app
+
+from .cli_json import cli, runner
 from .conftest import start_server, wait_until_up
 
 pytestmark = pytest.mark.xdist_group("web")
@@ -176,3 +178,15 @@ def test_serve_port_in_use_is_exit_2(server):
     result = subprocess.run([sys.executable, "-m", "distcalc.cli", "serve", "--port", port], capture_output=True,
                             text=True, timeout=30)
     assert result.returncode == 2 and result.stderr.startswith("error: --host '127.0.0.1'")
+
+
+@pytest.mark.parametrize("field,value", [("tp", "eight"), ("zero", 5), ("recompute", "sometimes")])
+def test_schema_error_message_equals_the_cli_reading_the_same_value_from_config(server, tmp_path, field, value):
+    """The CLI's own option parser words a bad --tp its own way; the same value in a --config file goes through
+    the request schema the API uses, and both print the same message."""
+    status, answer = post(server, "/api/analyze", {"model": "llama3-8b", field: value})
+    path = tmp_path / "run.yaml"
+    path.write_text(json.dumps({"model": "llama3-8b", field: value}))  # JSON is YAML
+    result = runner.invoke(app, ["analyze", "--config", str(path), "--json"])
+    assert status == 422 and result.exit_code == 2
+    assert result.stderr.strip() == f"error: {answer['error']}"

@@ -15,6 +15,7 @@ import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
+from distcalc.jobs.base import validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
@@ -55,11 +56,7 @@ def handle_errors(function: F) -> F:
 
 def _short_validation_message(error: Exception) -> str:
     try:
-        parts = []
-        for item in error.errors():  # type: ignore[attr-defined]
-            location = ".".join(str(x) for x in item.get("loc", ()))
-            parts.append(f"{location}: {item.get('msg')} (got {item.get('input')!r})")
-        return "; ".join(parts)
+        return "; ".join(validation_item_message(item) for item in error.errors())  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - defensive
         return str(error).splitlines()[0]
 

@@ -63,3 +63,9 @@ def parse_option(parser: Any, text: str, option: str) -> Any:
         return parser(text)
     except DistcalcError as error:
         raise type(error)(f"{option}: {error}") from None
+
+
+def validation_item_message(item: dict[str, Any]) -> str:
+    """One pydantic error as ``field: what is wrong (got value)`` (``body``, FastAPI's prefix, left out)."""
+    location = ".".join(str(x) for x in item.get("loc", ()) if x != "body")
+    return f"{location}: {item.get('msg')} (got {item.get('input')!r})"

@@ -9,16 +9,14 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from distcalc.errors import DistcalcError
-from distcalc.jobs.base import blamed_fields
+from distcalc.jobs.base import blamed_fields, validation_item_message
 
 UNPROCESSABLE = 422
 
 
 def _validation_item(item: dict[str, Any]) -> dict[str, Any]:
     loc = [str(x) for x in item.get("loc", ()) if x != "body"]
-    field = loc[0] if loc else ""
-    message = f"{'.'.join(loc)}: {item.get('msg')} (got {item.get('input')!r})" if loc else str(item.get("msg"))
-    return {"field": field, "message": message, "type": item.get("type", "")}
+    return {"field": loc[0] if loc else "", "message": validation_item_message(item), "type": item.get("type", "")}
 
 
 async def validation_error(request: Request, error: RequestValidationError) -> JSONResponse:
