@@ -125,6 +125,12 @@ def test_search_space_and_body_are_capped(server):
     assert status == 422 and answer["field"] == "gpus"
     status, answer = post(server, "/api/memory", b'{"model": "' + b"x" * 300_000 + b'"}')
     assert status == 413
+    status, answer = post(server, "/api/memory", {"pp": 4096, "gpus": 4096})
+    assert status == 422 and answer["field"] == "pp" and "limit 1024" in answer["error"]
+    config = {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4, "num_hidden_layers": 65536,
+              "vocab_size": 1000, "model_type": "llama"}
+    status, answer = post(server, "/api/analyze", {"model": "big", "model_config_json": config})
+    assert status == 422 and answer["field"] == "model" and "num_hidden_layers 65536" in answer["error"]
 
 
 def listening_addresses(port: int) -> set[str]:

@@ -42,6 +42,16 @@ def _answer(fields: Any, compute: Callable[[], Any]) -> JSONResponse:
     return JSONResponse(payload, headers={"Server-Timing": f"compute;dur={elapsed_ms:.2f}"})
 
 
+def _analyze(request: AnalyzeRequest, payload: Callable[[Any], Any]) -> Any:
+    limits.check_layout(request)
+    return payload(run_analyze(request))
+
+
+def _memory(request: MemoryRequest) -> dict[str, Any]:
+    limits.check_layout(request)
+    return memory_payload(run_memory(request))
+
+
 def _search(request: SearchRequest) -> dict[str, Any]:
     limits.check_at_most("--top", request.top, limits.MAX_SEARCH_TOP)
     result = run_search(request, max_counts=limits.MAX_SEARCH_COUNTS, max_gpus=limits.MAX_SEARCH_GPUS)
@@ -89,11 +99,11 @@ def create_app() -> FastAPI:
 
     @app.post("/api/analyze", summary="step time, MFU, breakdown, communication (distcalc analyze --json)")
     def analyze(request: AnalyzeRequest) -> JSONResponse:
-        return _answer(AnalyzeRequest.model_fields, lambda: analyze_payload(run_analyze(request)))
+        return _answer(AnalyzeRequest.model_fields, lambda: _analyze(request, analyze_payload))
 
     @app.post("/api/memory", summary="memory per GPU per pipeline stage (distcalc memory --json)")
     def memory(request: MemoryRequest) -> JSONResponse:
-        return _answer(MemoryRequest.model_fields, lambda: memory_payload(run_memory(request)))
+        return _answer(MemoryRequest.model_fields, lambda: _memory(request))
 
     @app.post("/api/search", summary="ranked configurations and Pareto fronts (distcalc search --json)")
     def search(request: SearchRequest) -> JSONResponse:
@@ -109,7 +119,7 @@ def create_app() -> FastAPI:
 
     @app.post("/api/timeline", summary="pipeline timeline of an analyze request (as drawn by analyze --plot)")
     def timeline(request: AnalyzeRequest) -> JSONResponse:
-        return _answer(AnalyzeRequest.model_fields, lambda: timeline_payload(run_analyze(request)))
+        return _answer(AnalyzeRequest.model_fields, lambda: _analyze(request, timeline_payload))
 
     @app.post("/api/config", summary="the --config YAML that `distcalc analyze --config FILE` reproduces")
     def config(request: AnalyzeRequest) -> JSONResponse:
