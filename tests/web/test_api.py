@@ -44,6 +44,11 @@ CASES = [
                     "algorithm": "all"}),
     ("collective", {"kind": "send-recv", "topology": "torus", "gpus": 16, "src": 0, "dst": 5}),
     ("simulate", {"kind": "reduce-scatter", "topology": "ring", "gpus": 8, "size": "64MiB", "algorithm": "all"}),
+    ("collective", {"kind": "all-gather", "cluster": "dgx-a100", "gpus": 32, "size": "1KiB..1GiB", "algorithm": "all"}),
+    ("collective", {"kind": "all-reduce", "cluster": "dgx-h100", "gpus": 16, "size": "8B..8GiB", "algorithm": "nccl",
+                    "nccl_version": "2.18.5"}),
+    ("simulate", {"kind": "all-reduce", "cluster": "dgx-h100", "gpus": 16, "size": "64MiB"}),
+    ("analyze", {"model": "llama3-8b", "cluster": "dgx-h100", "gpus": 16, "tp": 8, "collective_model": "nccl"}),
 ]
 
 
@@ -81,6 +86,8 @@ INVALID = [
     ("collective", {"kind": "all-sum"}, "kind", True),  # unknown collective
     ("collective", {"kind": "all-reduce", "topology": "hypercube"}, "topology", True),
     ("simulate", {"kind": "all-reduce", "algorithm": "magic"}, "algorithm", True),
+    ("collective", {"kind": "all-reduce", "algorithm": "nccl"}, "cluster", True),  # nccl needs a cluster
+    ("collective", {"kind": "all-reduce", "cluster": "dgx-h100", "bandwidth": "1GB/s"}, "bandwidth", True),
 ]
 
 

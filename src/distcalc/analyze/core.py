@@ -37,11 +37,13 @@ import numpy as np
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block)
 from distcalc.analyze.comm import with_calibration
+from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.options import AnalyzeOptions
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
+from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
@@ -194,6 +196,11 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     ``options.calibration`` the device takes the calibrated GEMM efficiency and the collectives the
     calibrated α and B (:mod:`distcalc.analyze.comm`)."""
     o = options or AnalyzeOptions()
+    if o.collective_model == "nccl":
+        if o.calibration is not None:
+            raise ConfigError("--collective-model nccl and --calibration both replace the collective prices: "
+                              "choose one")
+        cluster = with_nccl_model(cluster)
     if o.calibration is not None:
         device = calibrated_device(device, o.calibration) if gemm_fit_applies(o.calibration, device) else device
         cluster = with_calibration(cluster, o.calibration)

@@ -48,6 +48,9 @@ class AnalyzeOptions(BaseModel):
       (:mod:`distcalc.analyze.comm`); its GEMM fit replaces the device's efficiency curve
       (:func:`distcalc.calibration.calibrated_device`). Not part of the JSON dump of the options (the
       report has its own ``calibration`` summary).
+    * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
+      with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
+      the JSON dump so default reports are unchanged.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -67,3 +70,5 @@ class AnalyzeOptions(BaseModel):
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0, le=0.5,
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
+    collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
+                                  description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

@@ -18,7 +18,7 @@ from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
 from distcalc.model import ModelSpec, load_model
-from distcalc.parallel import ParallelConfig, validate_for_model
+from distcalc.parallel import ParallelConfig, Precision, validate_for_model
 from distcalc.traffic import Comm, Dim
 
 BREAKDOWN_KEYS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s",
@@ -104,7 +104,7 @@ def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOption
         spec, tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=zero,
         sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
         global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
-        flash=c["flash_attention"] != 0, fp8=dtype == "fp8",
+        flash=c["flash_attention"] != 0, weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter,
         account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0)
 
 

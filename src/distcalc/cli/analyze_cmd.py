@@ -54,7 +54,9 @@ def _render(report: StepReport, example: bool) -> None:
     if var.get("gpu_speed_cv", 0) > 0:
         console.print(f"[dim]compute paced by the slowest of {var['gpus']} GPUs: ×{var['slowest_gpu_factor']:.4f} "
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
-    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
+    nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
+    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
+                 + (" [collectives: NCCL tuning model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
@@ -149,6 +151,9 @@ def register(app: typer.Typer) -> None:
         calibration: Annotated[Optional[Path], typer.Option(
             "--calibration", help="calibration file from `distcalc calibrate`: measured α/B per collective and "
                                   "tier (replacing η·B) and GEMM efficiency")] = None,
+        collective_model: Annotated[str, typer.Option(
+            "--collective-model", help="alpha-beta (default) or nccl: price AllReduce/ReduceScatter/AllGather/"
+                                       "Broadcast/Reduce with NCCL's tuning model per group (opt-in)")] = "alpha-beta",
         config: Annotated[Optional[Path], typer.Option(
             "--config", help="YAML of these options (underscores; e.g. exported by `distcalc serve`); options "
                              "given on the command line override it")] = None,

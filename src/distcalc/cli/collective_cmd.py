@@ -9,6 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from distcalc.cli.collective_cluster import render_nccl
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.collective.busbw import algbw_busbw
@@ -16,13 +17,15 @@ from distcalc.jobs.collective import (
     DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, result_dict, run_collective,
 )
 from distcalc.jobs.base import parse_option
+from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
 from distcalc.topology import Topology, TopologyKind, make_topology
 from distcalc.units import format_rate, format_size, format_time, parse_size_range
 
 TOPOLOGY_HELP = {
     TopologyKind.RING: "physical ring, two neighbour links per GPU (1D torus)",
-    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32), --oversubscription s:1",
+    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32; the last leaf may be "
+                       "partly filled), --oversubscription s:1",
     TopologyKind.SWITCH: "ideal non-blocking switch, one port of B per GPU (--in-network-reduction: NVLS/SHARP)",
     TopologyKind.HIERARCHICAL: "g GPUs per node on NVLink (B1, α1) + one NIC per GPU on rails (B2, α2)",
     TopologyKind.MESH: "2D/3D mesh without wraparound (--shape, default most-square)",
@@ -57,6 +60,10 @@ def topology_summary(topo: Topology) -> str:
                 f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
                 f"{format_time(float(topo.inter_latency_s))})")
     shape = f" {'x'.join(map(str, topo.shape))}" if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) else ""
+    if topo.kind == TopologyKind.TREE and topo.gpus > 1:
+        over = f", uplinks {topo.oversubscription:g}:1" if topo.nodes > 1 else ""
+        return (f"tree of {topo.gpus} GPUs [{topo.leaf_layout}{over}] ({format_rate(topo.bandwidth_bytes_per_s)}, "
+                f"{format_time(topo.latency_s)})")
     return (f"{topo.kind.value}{shape} of {topo.gpus} GPUs ({format_rate(topo.bandwidth_bytes_per_s)}, "
             f"{format_time(topo.latency_s)})")
 
@@ -88,14 +95,16 @@ def collective_command(
                                         "[default: most-square 2D]."),
     gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
                                                 help="Hierarchical: GPUs per node g [default: 8]; tree: GPUs "
-                                                     "per leaf [default: 32]."),
+                                                     "per leaf, a divisor of N or a power of two [default: N if "
+                                                     "N <= 32, else 32 with a partly filled last leaf]."),
     intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth",
                                                   help="Hierarchical NVLink B1 per GPU [default: 450GB/s]."),
     intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [default: 1us]."),
     inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth",
                                                   help="Hierarchical NIC B2 per GPU [default: 50GB/s]."),
     inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [default: 5us]."),
-    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest) or all."),
+    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest), all, or nccl "
+                                  "(NCCL's own choice and time; needs --cluster)."),
     in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
                                               help="Switch with in-network reduction (NVLS/SHARP)."),
     oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
@@ -106,6 +115,14 @@ def collective_command(
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
                                               "calibrate`: replaces α and B with the values fitted for KIND."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
+    nccl_version: str = typer.Option("2.20.5", "--nccl-version", help="--algorithm nccl: 2.18.5 or 2.20.5."),
+    nccl_algo: Optional[str] = typer.Option(None, "--nccl-algo", help="--algorithm nccl: allowed algorithms "
+                                            "as NCCL_ALGO (ring,tree,nvls,nvls-tree,collnet-direct,collnet-chain)."),
+    nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "
+                                             "as NCCL_PROTO (LL,LL128,Simple)."),
+    collnet: bool = typer.Option(False, "--collnet", help="--algorithm nccl: the fabric has SHARP (CollNet)."),
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
@@ -113,6 +130,9 @@ def collective_command(
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
     request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
+    if is_nccl(request):
+        _nccl_command(request, json_output)
+        return
     topo = None
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
         from distcalc.calibration import calibrated_topology, load_calibration
@@ -136,6 +156,15 @@ def collective_command(
         _render_range(kind_name, topo, per_size, bounds)
     if plot:
         console.print(f"plot written to {plot}")
+
+
+def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
+    """``--algorithm nccl``: NCCL's own choice (algorithm, protocol, channels) and time on a cluster preset."""
+    run = run_nccl(request)
+    if json_output:
+        emit_json(nccl_json(run, request.gpus))
+    else:
+        render_nccl(run["kind"], run["estimates"], run["cluster"], request.gpus)
 
 
 def _render_range(kind: str, topo: Topology, per_size: list, bounds: list) -> None:

@@ -15,7 +15,7 @@ import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
-from distcalc.jobs.base import validation_item_message
+from distcalc.jobs.base import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
@@ -59,6 +59,10 @@ def _short_validation_message(error: Exception) -> str:
         return "; ".join(validation_item_message(item) for item in error.errors())  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - defensive
         return str(error).splitlines()[0]
+
+
+#: A unit parser run on an option value, the option named in its error (kept under its CLI name).
+parse_or_exit = parse_option
 
 
 def emit_json(payload: Any) -> None:

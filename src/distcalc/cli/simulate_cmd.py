@@ -16,6 +16,7 @@ from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulat
 from distcalc.simulate import SimulationResult, node_name
 from distcalc.units import format_size, format_time
 
+
 def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
     first = results[0]
     table = Table(title=f"simulated {first.collective} of {format_size(first.size_bytes)} on "
@@ -70,6 +71,8 @@ def simulate_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
                                                             "per-step timeline."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
 ) -> None:
     """Execute the algorithm on simulated ranks, verify the result, route every transfer over the links and
     compare the simulated time with the analytic formula.

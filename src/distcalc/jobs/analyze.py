@@ -62,6 +62,7 @@ class AnalyzeRequest(ModelRequest):
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     tokens: Optional[float] = None
+    collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
     def is_example(self) -> bool:
         """No model, cluster or layout given: the built-in example."""
@@ -93,6 +94,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
+                             collective_model=request.collective_model.strip().lower(),
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, cluster_spec, config, options, tokens=request.tokens)
     if report.calibration is not None:

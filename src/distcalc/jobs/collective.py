@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
+from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.collective import (
     Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
     valid_algorithms,
@@ -15,7 +16,9 @@ from distcalc.collective.busbw import algbw_busbw
 from distcalc.errors import AlgorithmError, TopologyError
 from distcalc.jobs.base import JobRequest, parse_option
 from distcalc.p2p import SEND_RECV, send_recv_cost
+from distcalc.placement import group_placement
 from distcalc.topology import Topology, TopologyKind, make_topology
+from distcalc.traffic import Dim
 from distcalc.units import parse_rate, parse_size_range, parse_time
 
 KINDS = [k.value for k in CollectiveKind] + [SEND_RECV]
@@ -42,9 +45,15 @@ class TopologyRequest(JobRequest):
     algorithm: str = "auto"
     in_network_reduction: bool = False
     oversubscription: float = 1.0
+    cluster: Optional[str] = Field(None, description="cluster preset (as analyze): the topology --gpus consecutive "
+                                                     "ranks span; link options override it")
 
     def build_topology(self) -> Topology:
-        """:func:`build_topology` of this request's options."""
+        """The topology of this request: ``--cluster``'s (:func:`cluster_topology`) or :func:`build_topology`'s."""
+        if self.cluster:
+            return cluster_topology(load_cli_cluster(self.cluster, self.intra_bandwidth, self.intra_latency,
+                                                     self.inter_bandwidth, self.inter_latency, self.bandwidth,
+                                                     self.latency), self.gpus)
         return build_topology(self.topology, self.gpus, self.bandwidth, self.latency, self.shape,
                               self.gpus_per_node, self.intra_bandwidth, self.intra_latency, self.inter_bandwidth,
                               self.inter_latency, self.in_network_reduction, self.oversubscription)
@@ -55,6 +64,38 @@ class CollectiveRequest(TopologyRequest):
 
     src: int = 0
     dst: int = 1
+    nccl_version: str = Field("2.20.5", description="--algorithm nccl: 2.18.5 or 2.20.5")
+    nccl_algo: Optional[str] = Field(None, description="--algorithm nccl: allowed algorithms as NCCL_ALGO")
+    nccl_proto: Optional[str] = Field(None, description="--algorithm nccl: allowed protocols as NCCL_PROTO")
+    collnet: bool = Field(False, description="--algorithm nccl: the fabric has SHARP (CollNet)")
+
+
+def load_cli_cluster(name: str, intra_bandwidth: Optional[str], intra_latency: Optional[str],
+                     inter_bandwidth: Optional[str], inter_latency: Optional[str],
+                     bandwidth: Optional[str] = None, latency: Optional[str] = None) -> ClusterSpec:
+    """The preset with the link flags applied (as ``analyze`` does); ``--bandwidth``/``--latency`` are refused."""
+    for flag, value in (("--bandwidth", bandwidth), ("--latency", latency)):
+        if value is not None:
+            raise TopologyError(f"{flag} {value!r} does not apply with --cluster: use --intra-{flag[2:]} or "
+                                f"--inter-{flag[2:]}")
+    rate = lambda flag, text: None if text is None else parse_option(parse_rate, text, flag)  # noqa: E731
+    time = lambda flag, text: None if text is None else parse_option(parse_time, text, flag)  # noqa: E731
+    return load_cluster(name, intra_bandwidth_bytes_per_s=rate("--intra-bandwidth", intra_bandwidth),
+                        intra_latency_s=time("--intra-latency", intra_latency),
+                        inter_bandwidth_bytes_per_s=rate("--inter-bandwidth", inter_bandwidth),
+                        inter_latency_s=time("--inter-latency", inter_latency))
+
+
+def cluster_topology(cluster: ClusterSpec, gpus: int) -> Topology:
+    """The topology ``gpus`` consecutive ranks of ``cluster`` span: exactly what ``analyze`` gives such a group
+    (a switch inside a node, rails across nodes, hierarchical for several GPUs per node; effective ``η·B``)."""
+    if gpus < 1:
+        raise TopologyError(f"--gpus {gpus} must be ≥ 1")
+    if gpus == 1:
+        return make_topology(TopologyKind.SWITCH, 1, cluster.intra.bandwidth_bytes_per_s, cluster.intra.latency_s)
+    placement = group_placement(cluster, Dim.DP, gpus, 1)
+    assert placement.topology is not None
+    return placement.topology
 
 
 def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: Optional[str],

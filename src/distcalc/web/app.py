@@ -18,6 +18,7 @@ from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, request_to_ya
 from distcalc.jobs.base import parse_option
 from distcalc.jobs.collective import CollectiveRequest, collective_payload, run_collective
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
+from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.jobs.presets import presets_payload
 from distcalc.jobs.search import SearchRequest, run_search, search_payload
 from distcalc.jobs.simulate import SimulateRequest, run_simulate, simulate_payload
@@ -62,6 +63,8 @@ def _collective(request: CollectiveRequest) -> dict[str, Any]:
     limits.check_at_most("--gpus", request.gpus, limits.MAX_COLLECTIVE_GPUS)
     sizes = parse_option(parse_size_range, request.size, "--size")
     limits.check_at_most("--size: number of sizes", len(sizes), limits.MAX_COLLECTIVE_SIZES)
+    if is_nccl(request):
+        return nccl_json(run_nccl(request), request.gpus)
     return collective_payload(run_collective(request))
 
 
