@@ -64,3 +64,13 @@ def test_mxfp8_costs_more_than_fp8_on_the_same_gpu():
     bf16 = analyze("llama3-8b", "dgx-b200", ParallelConfig(dtype="bf16", **config))
     assert fp8.step_time_s < mxfp8.step_time_s < bf16.step_time_s
     assert mxfp8.memory["weights_bytes"] > fp8.memory["weights_bytes"]
+
+
+def test_export_and_pcie_variants_keep_their_silicon_and_cite_their_links():
+    h800 = load_cluster("dgx-h800")
+    assert h800.gpu == "h800" and h800.intra.bandwidth_bytes_per_s == 200e9
+    # same GH100 silicon and 700 W limit as H100 SXM: the same measured sustained rates
+    assert load_device("h800", "bf16").power_limited_flops_per_s == load_device("h100-sxm").power_limited_flops_per_s
+    assert load_gpu("h100-pcie").peak_flops_per_s["bf16"] == 756.5e12
+    assert load_cluster("h100-pcie-node").intra.name == "pcie5"
+    assert load_gpu("h100-nvl").memory_bytes == 94e9

@@ -101,10 +101,13 @@ def _check_hosts(cluster: ClusterSpec, gpu: str, origin: str) -> None:
                       f"{cluster.intra.name}, the GPU's is {link}{where} (or describe the cluster in a YAML file)")
 
 
-def resolve_hardware(cluster: str | None, gpu: str | None, **overrides: Any) -> Hardware:
-    """The cluster (``cluster``: preset name or YAML file; None: :data:`DEFAULT_CLUSTER`, or the first cluster
-    hosting ``gpu``) with ``gpu`` replacing its GPU; ``overrides`` are :func:`load_cluster`'s keyword
-    overrides (``gpus_per_node``, ``intra_bandwidth_bytes_per_s`` …; None values are ignored)."""
+def resolve_hardware(cluster: str | None, gpu: str | None, *, allow_files: bool = True,
+                     **overrides: Any) -> Hardware:
+    """The cluster (``cluster``: preset name or, with ``allow_files``, a YAML file; None:
+    :data:`DEFAULT_CLUSTER`, or the first cluster hosting ``gpu``) with ``gpu`` replacing its GPU;
+    ``overrides`` are :func:`load_cluster`'s keyword overrides (``gpus_per_node``,
+    ``intra_bandwidth_bytes_per_s`` …; None values are ignored). A server passes ``allow_files=False``: it
+    never reads a path it is sent."""
     given = {k: v for k, v in overrides.items() if v is not None}
     gpu_key = load_gpu(gpu).name if gpu else None
     if cluster is None:
@@ -116,7 +119,7 @@ def resolve_hardware(cluster: str | None, gpu: str | None, **overrides: Any) -> 
                 raise ConfigError(f"--gpu {gpu_key}: no cluster preset hosts it; give --cluster (a preset or a "
                                   f"YAML file); presets: {', '.join(list_clusters())}")
             spec, origin = load_cluster(hosts[0], **given), f"chosen for --gpu {gpu_key}"
-    elif Path(cluster).expanduser().is_file():
+    elif allow_files and Path(cluster).expanduser().is_file():
         path = Path(cluster).expanduser()
         spec, origin = load_cluster_file(path, **given), f"file {path.name}"
     else:

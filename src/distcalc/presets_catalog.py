@@ -26,7 +26,9 @@ def _model_rows() -> list[dict[str, Any]]:
     for name in list_models():
         spec = load_model(name)
         experts = f"{spec.num_local_experts} experts, top-{spec.num_experts_per_tok}" if spec.is_moe else "dense"
-        rows.append({"name": name, "parameters": spec.parameters,
+        rows.append({"name": name, "parameters": spec.parameters, "num_hidden_layers": spec.num_hidden_layers,
+                     "num_attention_heads": spec.num_attention_heads, "hidden_size": spec.hidden_size,
+                     "moe": spec.is_moe,
                      "key numbers": f"{spec.parameters / 1e9:.1f}B params, {spec.num_hidden_layers} layers, "
                                     f"hidden {spec.hidden_size}, {spec.num_attention_heads} heads "
                                     f"({spec.kv_heads} KV), {experts}",
@@ -41,7 +43,8 @@ def _gpu_rows() -> list[dict[str, Any]]:
         bf16 = gpu.peak_flops_per_s.get("bf16")
         peak = f", {bf16 / 1e12:.0f} TFLOP/s dense BF16" if bf16 else ""
         link = read_presets("gpus.yaml")[name].get("intra_link")
-        rows.append({"name": name, "memory_bytes": gpu.memory_bytes,
+        rows.append({"name": name, "description": gpu.description, "memory_bytes": gpu.memory_bytes,
+                     "peak_bf16_flops_per_s": bf16,
                      "key numbers": f"{format_size(gpu.memory_bytes)} HBM at {format_rate(gpu.hbm_bandwidth_bytes_per_s)}"
                                     f"{peak}" + (f", in-node link {link}" if link else ""),
                      "source": gpu.source})
@@ -54,7 +57,7 @@ def _cluster_rows() -> list[dict[str, Any]]:
         c = load_cluster(name)
         inter = (f"{c.nics_per_node}× {c.inter.name} per node ({format_rate(c.inter_bandwidth_per_gpu_bytes_per_s)}/GPU)"
                  if c.inter is not None and c.nics_per_node else "no inter-node network")
-        rows.append({"name": name, "gpu": c.gpu, "gpus_per_node": c.gpus_per_node,
+        rows.append({**c.describe(), "description": c.description,
                      "key numbers": f"{c.gpus_per_node}× {c.gpu} per node; in node {c.intra.name} "
                                     f"({format_rate(c.intra.bandwidth_bytes_per_s)}/dir); {inter}",
                      "source": c.source})

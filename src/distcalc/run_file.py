@@ -46,6 +46,10 @@ def _key(name: Any) -> str:
     return str(name).strip().lstrip("-").replace("-", "_").lower()
 
 
+#: Keys whose value is a mapping (an uploaded Hugging Face config.json in a run file the web page exports).
+MAPPING_KEYS = frozenset({"model_config_json"})
+
+
 def normalize_run_values(values: Mapping[str, Any], valid_keys: Iterable[str], source: str) -> dict[str, Any]:
     """``values`` keyed by Python parameter names; :class:`ConfigError` for an unknown key (with a
     "did you mean") or a value that is a mapping."""
@@ -56,7 +60,7 @@ def normalize_run_values(values: Mapping[str, Any], valid_keys: Iterable[str], s
         if key not in valid:
             shown = ", ".join(k.replace("_", "-") for k in valid)
             raise ConfigError(f"{source}: unknown key {str(raw)!r}{did_you_mean(key, valid)}; valid keys: {shown}")
-        if isinstance(value, dict):
+        if isinstance(value, dict) and key not in MAPPING_KEYS:
             raise ConfigError(f"{source}: key {str(raw)!r} must be a single value, not a mapping")
         out[key] = ",".join(str(v) for v in value) if isinstance(value, list) else value
     return out
@@ -68,12 +72,12 @@ def load_run_file(path: str | Path, valid_keys: Iterable[str]) -> dict[str, Any]
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read run file {str(path)!r}: {' '.join(str(error).split())}") from error
+        raise ConfigError(f"--config: cannot read run file {str(path)!r}: {' '.join(str(error).split())}") from error
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"run file {str(path)!r} must hold a mapping of option names to values")
-    return normalize_run_values(data, valid_keys, f"run file {str(path)!r}")
+        raise ConfigError(f"--config {str(path)!r} does not hold a mapping of option names to values")
+    return normalize_run_values(data, valid_keys, f"--config {str(path)!r}")
 
 
 def dump_run_file(values: Mapping[str, Any], command: str | None = None) -> str:

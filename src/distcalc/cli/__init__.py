@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "bench_cmd",
     "validate_cmd",
     "presets_cmd",
+    "serve_cmd",
 )
 
 for _name in COMMAND_MODULES:

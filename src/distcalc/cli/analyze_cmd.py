@@ -2,33 +2,24 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
-from distcalc.calibration import load_calibration
+from distcalc.analyze import ContextParallelAlgorithm, StepReport
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
-    console, emit_report, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
-from distcalc.hardware_choice import resolve_hardware
-from distcalc.model import load_model
-from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
-from distcalc.run_file import DEFAULTS, default_gpus
-from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
+from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
+from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS
+from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
-
-#: The built-in example (``distcalc analyze`` with no options): Llama 3 70B on 8 DGX H100 nodes with a
-#: Megatron-style configuration (TP inside the node, 4 pipeline stages × 5 interleaved chunks, DP 2,
-#: sequence parallelism, distributed optimizer, FlashAttention), 8192-token sequences, 1M-token batches.
-EXAMPLE = {"model": "llama3-70b", "cluster": "dgx-h100", "gpus": 64, "tp": 8, "pp": 4, "vpp": 5,
-           "micro_batch": 1, "global_batch": 128, "seq_len": 8192, "sequence_parallel": True,
-           "recompute": Recompute.NONE, "distributed_optimizer": True}
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)", "recompute_s": "recomputation",
     "tp_exposed_s": "TP collectives (exposed)", "cp_exposed_s": "CP exchange (exposed)",
@@ -70,7 +61,9 @@ def _render(report: StepReport, example: bool) -> None:
     if var.get("gpu_speed_cv", 0) > 0:
         console.print(f"[dim]compute paced by the slowest of {var['gpus']} GPUs: ×{var['slowest_gpu_factor']:.4f} "
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
-    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
+    nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
+    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
+                 + (" [collectives: NCCL tuning model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
@@ -81,6 +74,15 @@ def _render(report: StepReport, example: bool) -> None:
                      f"{row['count']:g}", format_time(row["time_s"]) + mark, format_time(row["exposed_s"]) + mark,
                      row["algorithm"], row["topology"])
     console.print(comm)
+    if report.overlaps:
+        overlaps = Table(title="overlaps assumed (why a collective is or is not exposed)")
+        for name, justify in (("dim", "left"), ("collectives", "left"), ("hidden behind", "left"),
+                              ("because", "left"), ("exposed", "right")):
+            overlaps.add_column(name, justify=justify)
+        for row in report.overlaps:
+            overlaps.add_row(row["dim"], row["collectives"], row["hidden_behind"], row["reason"],
+                             format_time(row["exposed_s"]))
+        console.print(overlaps)
     groups = Table(title="process groups on the cluster")
     for name in ("dim", "GPUs", "topology", "tier", "nodes", "B per GPU (η·B, or measured)"):
         groups.add_column(name)
@@ -205,6 +207,13 @@ def register(app: typer.Typer) -> None:
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
                  f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")] = DEFAULT_GPU_SPEED_CV,
+        overlap_slowdown: Annotated[float, typer.Option(
+            min=0.0, max=0.99, rich_help_panel=S, show_default=False,
+            help="compute slowdown (fraction) while an overlapped DP/FSDP/CP collective runs beside it (0: free "
+                 f"overlap) [default: {OVERLAP_COMPUTE_SLOWDOWN:.3f}]")] = OVERLAP_COMPUTE_SLOWDOWN,
+        grad_reduce_bytes: Annotated[int, typer.Option(
+            min=1, max=8, rich_help_panel=S, help="bytes per gradient element in DP/FSDP reduction (4: fp32, "
+                                                   "2: bf16)")] = 4,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
@@ -213,6 +222,10 @@ def register(app: typer.Typer) -> None:
         calibration: Annotated[Optional[Path], typer.Option(
             "--calibration", rich_help_panel=C, help="calibration file from `distcalc calibrate`: measured α/B "
                                                      "per collective and tier (replacing η·B) and GEMM efficiency")] = None,
+        collective_model: Annotated[str, typer.Option(
+            "--collective-model", rich_help_panel=C,
+            help="alpha-beta, or nccl: price AllReduce/ReduceScatter/AllGather/Broadcast/Reduce with NCCL's "
+                 "tuning model per group (opt-in)")] = "alpha-beta",
         allow_oom: AllowOomOption = False,
         config: ConfigOption = None,
     ) -> None:
@@ -220,52 +233,23 @@ def register(app: typer.Typer) -> None:
 
         With no option at all it runs the built-in example (Llama 3 70B on 64 H100, TP 8, PP 4 × 5 chunks).
         """
-        given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
-                 "distributed_optimizer": distributed_optimizer, "sequence_parallel": sequence_parallel,
-                 "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch,
-                 "seq_len": seq_len, "schedule": schedule}
-        example = (model is None and cluster is None and gpu is None and config is None
-                   and all(v is None for v in given.values()))
-        settings: dict[str, Any] = dict(EXAMPLE) if example else {k: v for k, v in given.items() if v is not None}
-        model_name = settings.pop("model", None) or model or DEFAULTS.model
-        cluster_name = settings.pop("cluster", None) or cluster
-        rates = {name: parse_or_exit(parse_rate, value, f"--{name.replace('_', '-')}") if value else None
-                 for name, value in (("intra_bandwidth", intra_bandwidth), ("inter_bandwidth", inter_bandwidth))}
-        times = {name: parse_or_exit(parse_time, value, f"--{name.replace('_', '-')}") if value else None
-                 for name, value in (("intra_latency", intra_latency), ("inter_latency", inter_latency))}
-        spec = load_model(model_name)
-        hardware = resolve_hardware(cluster_name, gpu, gpus_per_node=gpus_per_node,
-                                    intra_bandwidth_bytes_per_s=rates["intra_bandwidth"],
-                                    intra_latency_s=times["intra_latency"],
-                                    inter_bandwidth_bytes_per_s=rates["inter_bandwidth"],
-                                    inter_latency_s=times["inter_latency"])
-        if example:
-            hardware = dataclasses.replace(hardware, cluster_origin="built-in example")
-        settings.setdefault("seq_len", DEFAULTS.seq_len)
-        gpus_origin = None
-        if "gpus" not in settings:
-            settings["gpus"], gpus_origin = default_gpus(settings.get("tp", 1), settings.get("pp", 1),
-                                                         settings.get("cp", 1), settings.get("dp"))
-        config_ = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
-                                 account_for_embedding_and_loss=account_for_embedding_and_loss,
-                                 first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers)
-        options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
-                                 overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
-                                 cp_algorithm=cp_algorithm, distributed_optimizer=config_.distributed_optimizer,
-                                 gpu_speed_cv=gpu_speed_cv,
-                                 calibration=load_calibration(calibration) if calibration is not None else None)
-        report = analyze(spec, hardware.cluster, config_, options, tokens=tokens)
-        if report.calibration is not None:
-            report.calibration["file"] = str(calibration)
-        header = setting_origins(ctx, {"model": model_name, "gpus": config_.world_size, "seq_len": config_.seq_len,
-                                       "micro_batch": config_.micro_batch, "global_batch": config_.global_batch})
+        values, origins = request_values(ctx, config)
+        request = AnalyzeRequest(**{k: v for k, v in values.items() if k in AnalyzeRequest.model_fields})
+        calibration_path = Path(values["calibration"]) if values["calibration"] is not None else None
+        run = run_analyze(request, allow_files=True, calibration=calibration_path)
+        report, hardware, example = run.report, run.hardware, run.example
+        plot = Path(values["plot"]) if values["plot"] is not None else None
+        c = report.config
+        header = setting_origins({"model": report.model["name"] if example else values["model"] or DEFAULTS.model,
+                                  "gpus": report.cluster["gpus"], "seq_len": c["seq_len"], "micro_batch": c["micro_batch"],
+                                  "global_batch": c["global_batch"]}, origins)
         if example:
             for entry in header.values():
                 entry["origin"] = "built-in example"
         else:
-            if gpus_origin:
-                header["gpus"]["origin"] = gpus_origin
-            if global_batch is None and header["global_batch"]["origin"] == "default":
+            if run.gpus_origin:
+                header["gpus"]["origin"] = run.gpus_origin
+            if values["global_batch"] is None:
                 header["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
             from distcalc.plots_analyze import plot_analysis
@@ -275,10 +259,10 @@ def register(app: typer.Typer) -> None:
         def render() -> None:
             if report.fits is False:
                 print_line(_oom_line(report, hardware.gpu.memory_bytes))
-            print_line(hardware.headline(config_.world_size))
+            print_line(hardware.headline(report.cluster["gpus"]))
             print_line(settings_line(header))
             _render(report, example)
 
-        emit_report(report, json_output=json_output, plot=plot, render=render,
-                    extra={"hardware": hardware.describe(), "settings": header})
-        exit_if_oom(report.fits, allow_oom)
+        emit_report(analyze_payload(run), json_output=values["json_output"], plot=plot, render=render,
+                    extra={"settings": header})
+        exit_if_oom(report.fits, values["allow_oom"])

@@ -10,15 +10,14 @@ from rich.table import Table
 
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
-    console, emit_report, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
-from distcalc.hardware_choice import resolve_hardware
-from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
-from distcalc.model import load_model
-from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
-from distcalc.run_file import DEFAULTS, default_gpus
-from distcalc.units import format_size, parse_size
+from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
+from distcalc.memory import MemoryReport, Recipe
+from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS
+from distcalc.units import format_size
 
 # Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
 SEGMENTS = (
@@ -110,13 +109,6 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     plt.close(fig)
 
 
-def _size0(text: str) -> int:
-    return parse_size(text, allow_zero=True)
-
-
-_size0.__name__ = "parse_size"  # parse_or_exit's unit check: a size
-
-
 def _oom_line(report: MemoryReport) -> str:
     """The first line when the worst stage does not fit: how much it needs of how much."""
     gpu = report.gpu
@@ -189,25 +181,17 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
-        spec = load_model(model)
-        hardware = resolve_hardware(cluster, gpu)
-        world, why = (gpus, "") if gpus is not None else default_gpus(tp, pp, cp, dp)
-        config_ = ParallelConfig(
-            gpus=world, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
-            distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
-            micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
-            flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
-            first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
-        )
-        options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_or_exit(_size0, comm_buffer, "--comm-buffer"),
-                                cuda_context_bytes=parse_or_exit(_size0, cuda_context, "--cuda-context"),
-                                allocator_reserve_fraction=allocator_reserve)
-        report = memory_report(spec, config_, hardware.gpu, options)
-        settings = setting_origins(ctx, {"model": model, "gpus": world, "seq_len": seq_len,
-                                         "micro_batch": micro_batch, "global_batch": config_.global_batch})
-        if gpus is None:
-            settings["gpus"]["origin"] = why
-        if global_batch is None:
+        values, origins = request_values(ctx, config)
+        run = run_memory(MemoryRequest(**{k: v for k, v in values.items() if k in MemoryRequest.model_fields}),
+                         allow_files=True)
+        report, hardware = run.report, run.hardware
+        plot = Path(values["plot"]) if values["plot"] is not None else None
+        c = report.config
+        settings = setting_origins({"model": values["model"], "gpus": c.world_size, "seq_len": c.seq_len,
+                                    "micro_batch": c.micro_batch, "global_batch": c.global_batch}, origins)
+        if run.gpus_origin is not None:
+            settings["gpus"]["origin"] = run.gpus_origin
+        if values["global_batch"] is None:
             settings["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
             plot_memory(report, plot)
@@ -215,10 +199,10 @@ def register(app: typer.Typer) -> None:
         def render() -> None:
             if not report.fits:
                 print_line(_oom_line(report))
-            print_line(hardware.headline(config_.world_size))
+            print_line(hardware.headline(c.world_size))
             print_line(settings_line(settings))
             _render(report)
 
-        emit_report(report, json_output=json_output, plot=plot, render=render,
-                    extra={"hardware": hardware.describe(), "settings": settings})
-        exit_if_oom(report.fits, allow_oom)
+        emit_report(memory_payload(run), json_output=values["json_output"], plot=plot, render=render,
+                    extra={"settings": settings})
+        exit_if_oom(report.fits, values["allow_oom"])

@@ -1,4 +1,5 @@
-"""``distcalc presets [models|gpus|clusters|links]``: the shipped presets with their key numbers and sources."""
+"""``distcalc presets [models|gpus|clusters|links]``: the shipped presets with their key numbers and sources
+(the web page's pickers use the same object from ``/api/presets``)."""
 
 from __future__ import annotations
 
@@ -8,17 +9,8 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.common import console, emit_json, handle_errors
-from distcalc.errors import ConfigError
-from distcalc.presets_catalog import PresetKind, preset_rows
-from distcalc.suggest import did_you_mean
-
-
-def _kind(text: str) -> PresetKind:
-    valid = [k.value for k in PresetKind]
-    key = text.strip().lower()
-    if key not in valid:
-        raise ConfigError(f"unknown preset family {text!r}{did_you_mean(key, valid)}; valid: {', '.join(valid)}")
-    return PresetKind(key)
+from distcalc.jobs.presets import presets_payload
+from distcalc.presets_catalog import PresetKind
 
 
 def register(app: typer.Typer) -> None:
@@ -32,12 +24,11 @@ def register(app: typer.Typer) -> None:
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     ) -> None:
         """List the model, GPU, cluster and link presets with their key numbers and sources."""
-        kinds = [_kind(kind)] if kind is not None else list(PresetKind)
-        tables = {k.value: preset_rows(k) for k in kinds}
+        data = presets_payload(kind)
         if json_output:
-            emit_json(tables)
+            emit_json(data)
             return
-        for name, rows in tables.items():
+        for name, rows in ((k.value, data[k.value]) for k in PresetKind if k.value in data):
             table = Table(title=f"{name} ({len(rows)})", show_lines=False)
             table.add_column("name", no_wrap=True)
             table.add_column("key numbers")

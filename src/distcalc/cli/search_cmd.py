@@ -9,46 +9,22 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.calibration import load_calibration
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
-    console, emit_json, exit_if_oom, handle_errors, parse_or_exit, print_line, setting_origins, settings_line,
+    console, emit_json, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
-from distcalc.hardware_choice import resolve_hardware
+from distcalc.jobs.search import SearchRequest, batch_of, run_search, search_payload, with_ends
 from distcalc.run_file import DEFAULTS
-from distcalc.errors import ConfigError
-from distcalc.model import load_model
-from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
+from distcalc.search import SearchResult
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.distinct import USEFUL_SLOWDOWN, distinct_top, useful_front
-from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
-from distcalc.units import format_size, format_time, parse_size, parse_time
+from distcalc.search.space import COLUMNS
+from distcalc.units import format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 MAX_FRONT_ROWS = 12
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")
-
-
-def _positive_time(text: str) -> float:
-    return parse_time(text, allow_zero=False)
-
-
-def _choice_list(text: str | None, valid: tuple, option: str, convert=str) -> tuple:
-    """``"a,b"`` → (a, b), every item one of ``valid``; None → every valid value."""
-    if text is None:
-        return valid
-    items = []
-    for part in str(text).split(","):
-        try:
-            item = convert(part.strip())
-        except ValueError:
-            item = None
-        if item not in valid:
-            shown = ", ".join(str(v) for v in valid)
-            raise ConfigError(f"invalid {option} {part.strip()!r}: valid values are {shown} (comma-separated)")
-        items.append(item)
-    return tuple(dict.fromkeys(items))
 
 
 def _config_label(row: dict[str, Any]) -> str:
@@ -70,52 +46,6 @@ def _config_label(row: dict[str, Any]) -> str:
     if row.get("first_stage_layers") or row.get("last_stage_layers"):
         parts.append(f"first/last {row.get('first_stage_layers') or '-'}/{row.get('last_stage_layers') or '-'}")
     return " ".join(parts)
-
-
-def with_ends(rows: list[dict[str, Any]], ends: tuple[int, int]) -> list[dict[str, Any]]:
-    """``rows`` with the search's uneven ends (``first_stage_layers``, ``last_stage_layers``) on pipelined rows."""
-    if not any(ends):
-        return rows
-    return [{**r, "first_stage_layers": ends[0] if r["pp"] > 1 else 0,
-             "last_stage_layers": ends[1] if r["pp"] > 1 else 0} for r in rows]
-
-
-def payload(result: SearchResult, top: int, ends: tuple[int, int] = (0, 0)) -> dict[str, Any]:
-    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting);
-    ``results`` are distinct configurations (equivalents collapsed, ``equivalent`` counts them)."""
-    metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")
-    keep = ("gpus", *COLUMNS, *metric_keys)
-    rejections = result.rejections()
-    distinct, collapsed = distinct_top(result, top)
-    if any(ends):
-        keep = (*keep, "first_stage_layers", "last_stage_layers")
-    return {
-        "model": {"name": result.model, "parameters": result.parameters},
-        "cluster": result.cluster,
-        "fits": result.feasible > 0,
-        "gpus": [c.gpus for c in result.counts],
-        "global_batch": result.global_batch,
-        "seq_len": result.seq_len,
-        "headroom": result.headroom,
-        "gpu_memory_bytes": result.gpu_memory_bytes,
-        "universe": result.universe,
-        "evaluated": result.evaluated,
-        "feasible": result.feasible,
-        "rejected": rejections.by_reason,
-        "rejected_rules": rejections.rules,
-        "equivalent_skipped": rejections.equivalent,
-        "wall_time_s": result.wall_time_s,
-        "first_stage_layers": ends[0], "last_stage_layers": ends[1],
-        "results": [{**{k: r[k] for k in keep}, "equivalent": r["equivalent"]} for r in with_ends(distinct, ends)],
-        "results_equivalent_collapsed": collapsed,
-        "pareto": [{k: r[k] for k in keep} for r in with_ends(result.pareto_memory(), ends)],
-        "pareto_gpus": ([{k: r[k] for k in keep} for r in with_ends(result.pareto_gpus(), ends)]
-                        if len(result.counts) > 1 else []),
-        "per_gpus": [{"gpus": c.gpus, "universe": c.universe, "evaluated": c.valid, "feasible": c.feasible}
-                     for c in result.counts],
-        "min_gpus": result.min_gpus,
-        "targets": result.targets,
-    }
 
 
 def write_csv(result: SearchResult, path: Path) -> int:
@@ -245,40 +175,25 @@ def register(app: typer.Typer) -> None:
         config: ConfigOption = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
-        spec = load_model(model)
-        hardware = resolve_hardware(cluster, gpu)
-        cluster_spec = hardware.cluster
-        calibration_data = load_calibration(calibration) if calibration is not None else None
-        counts = parse_gpu_counts(gpus)
-        batch = global_batch if global_batch is not None else max(counts)
-        if min_gpus and len(counts) == 1:
-            counts = min_gpus_candidates(counts[0], cluster_spec.gpus_per_node)
-        choices = SpaceChoices(
-            zero=_choice_list(zero, ZERO_CHOICES, "--zero", int),
-            recompute=_choice_list(recompute, RECOMPUTE_CHOICES, "--recompute"),
-            schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule"),
-            first_stage_layers=first_stage_layers or 0, last_stage_layers=last_stage_layers or 0,
-        )
-        result = search(
-            spec, cluster_spec, counts, global_batch=batch, seq_len=seq_len, headroom=headroom,
-            choices=choices, min_gpus=min_gpus,
-            target_step_time_s=None if target_step_time is None else parse_or_exit(
-                _positive_time, target_step_time, "--target-step-time"),
-            target_memory_bytes=None if target_memory is None else parse_or_exit(
-                parse_size, target_memory, "--target-memory"),
-            calibration=calibration_data, gpu_speed_cv=gpu_speed_cv,
-        )
-        header = setting_origins(ctx, {"model": model, "gpus": gpus, "seq_len": seq_len, "global_batch": batch})
-        if global_batch is None and header["global_batch"]["origin"] == "default":
+        values, origins = request_values(ctx, config)
+        request = SearchRequest(**{k: v for k, v in values.items() if k in SearchRequest.model_fields})
+        calibration = Path(values["calibration"]) if values["calibration"] is not None else None
+        output = Path(values["output"]) if values["output"] is not None else None
+        plot = Path(values["plot"]) if values["plot"] is not None else None
+        run = run_search(request, allow_files=True, calibration=calibration)
+        result, hardware, ends = run.result, run.hardware, request.ends
+        header = setting_origins({"model": request.model, "gpus": request.gpus, "seq_len": request.seq_len,
+                                  "global_batch": batch_of(request)}, origins)
+        if request.global_batch is None:
             header["global_batch"]["origin"] = "one per GPU"
         written = write_csv(result, output) if output is not None else None
         if plot is not None:
             from distcalc.plots_search import plot_search
 
             plot_search(result, plot)
-        if json_output:
-            data = payload(result, top, (first_stage_layers or 0, last_stage_layers or 0))
-            data.update(hardware=hardware.describe(), settings=header)
+        if values["json_output"]:
+            data = search_payload(run, request.top, ends)
+            data["settings"] = header
             if calibration is not None:
                 data["calibration"] = str(calibration)
             if output is not None:
@@ -286,17 +201,17 @@ def register(app: typer.Typer) -> None:
             if plot is not None:
                 data["plot"] = str(plot)
             emit_json(data)
-            exit_if_oom(result.feasible > 0, allow_oom)
+            exit_if_oom(result.feasible > 0, values["allow_oom"])
             return
         if not result.feasible:
             print_line(_oom_line(result))
         print_line(hardware.headline())
         print_line(settings_line(header))
-        _render(result, top, (first_stage_layers or 0, last_stage_layers or 0))
+        _render(result, request.top, ends)
         if calibration is not None:
             console.print(f"[dim]step times use the calibration {calibration} (measured α/B, GEMM efficiency)[/dim]")
         if output is not None:
             console.print(f"{written:,} feasible configurations written to {output}")
         if plot is not None:
             console.print(f"plot written to {plot}")
-        exit_if_oom(result.feasible > 0, allow_oom)
+        exit_if_oom(result.feasible > 0, values["allow_oom"])

@@ -8,23 +8,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from distcalc.cli.collective_cmd import DEFAULTS, build_topology, topology_summary
-from distcalc.cli.common import (
-    ClusterOption, GpuOption, cluster_topology, console, emit_json, handle_errors, parse_or_exit, print_line,
-)
-from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
-from distcalc.errors import AlgorithmError, DistcalcError
-from distcalc.simulate import SimulationResult, node_name, simulate
-from distcalc.units import format_size, format_time, parse_size
-
-KINDS = [k.value for k in CollectiveKind]
-
-
-def _check_kind(text: str) -> str:
-    try:
-        return parse_kind(text).value
-    except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+from distcalc.cli.collective_cmd import topology_summary
+from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_line
+from distcalc.errors import DistcalcError
+from distcalc.jobs.collective import DEFAULTS
+from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
+from distcalc.simulate import SimulationResult, node_name
+from distcalc.units import format_size, format_time
 
 
 def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
@@ -90,18 +80,11 @@ def simulate_command(
     Defaults as for `distcalc collective` (--topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s
     --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
     """
-    kind_name = _check_kind(kind)
-    size_bytes = parse_or_exit(parse_size, size, "--size")
-    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription,
-                          cluster, gpu)
-    if (cluster or gpu) and not json_output:
-        print_line(cluster_topology(cluster, gpu, gpus)[1].headline(gpus) + " (η·B: what NCCL achieves)")
-    choice = parse_algorithm(algorithm)
-    names = valid_algorithms(kind_name, topo) if choice == "all" else [choice]
-    results = [simulate(kind_name, size_bytes, topo, name, elements_per_chunk=elements, seed=seed,
-                        segments=segments) for name in names]
-    results.sort(key=lambda r: r.time_s) if choice == "all" else None
+    request = SimulateRequest(**{k: v for k, v in locals().items() if k in SimulateRequest.model_fields})
+    hardware = request.hardware(allow_files=True)
+    if hardware is not None and not json_output:
+        print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
+    results, every = run_simulate(request, allow_files=True)
     if plot:
         if not plot.lower().endswith(".png"):
             raise DistcalcError(f"--plot {plot!r}: expected a file name ending in .png")
@@ -109,9 +92,7 @@ def simulate_command(
 
         plot_simulation(results[0], plot)
     if json_output:
-        payload = results[0].as_dict()
-        if choice == "all":
-            payload["results"] = [r.as_dict() for r in results]
+        payload = simulate_payload(results, every)
         if plot:
             payload["plot"] = plot
         emit_json(payload)

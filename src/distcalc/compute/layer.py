@@ -7,7 +7,8 @@ al. 2022 §4.2.2):
 * GEMMs ``(batch, m, n, k)``: QKV ``(1, T, qkv/t, h)``, output projection ``(1, T, h, a·d_v/t)``, MLP
   ``(1, T, m·f/t, h)`` and ``(1, T, h, f/t)`` (m = 2 for a gated MLP's fused gate+up); MoE layers:
   router ``(1, T, E, h)`` and the local experts as a grouped GEMM ``(E/ep, T·k·ep/E, m·f_e/t, h)``,
-  ``(E/ep, T·k·ep/E, h, f_e/t)``, plus shared experts as a dense MLP. Backward of each: the input
+  ``(E/ep, T·k·ep/E, h, f_e/t)`` whose per-expert weights stream from HBM beside the math
+  (:mod:`distcalc.compute.grouped`), plus shared experts as a dense MLP. Backward of each: the input
   gradient ``(batch, m, k, n)`` and the weight gradient ``(batch, k, n, m)``, the latter accumulating into
   an fp32 ``main_grad`` (8 bytes read+write per output element, Megatron-LM gradient-accumulation fusion).
 * Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
@@ -46,6 +47,7 @@ import numpy as np
 
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
+from distcalc.compute.grouped import expert_gemm_times
 
 ArrayLike = Any
 
@@ -151,8 +153,10 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
 
     fwd_gemm = dgrad = wgrad = 0.0
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
-    for batch, mm, nn, kk in gemms:
-        f, dg, wg = _gemm_fwd_bwd(batch, mm, nn, kk, device)
+    for i, (batch, mm, nn, kk) in enumerate(gemms):
+        expert = moe and i in (3, 4)  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
+        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if expert
+                     else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))

@@ -50,11 +50,15 @@ def _load_file(path: Path) -> ModelSpec:
         raise ConfigError(f"cannot read model file {str(path)!r}: {error}") from error
     if not isinstance(data, dict):
         raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields")
-    name = path.parent.name if path.stem == "config" else path.stem
+    return model_from_mapping(data, path.parent.name if path.stem == "config" else path.stem)
+
+
+def model_from_mapping(data: dict[str, Any], name: str) -> ModelSpec:
+    """A model spec from an already parsed Hugging Face ``config.json`` or a mapping of :class:`ModelSpec`
+    fields (``name`` is used when the mapping has none)."""
     if _is_hf_config(data):
         return spec_from_hf_config(data, name)
-    data.setdefault("name", name)
-    return ModelSpec(**data)
+    return ModelSpec(**{"name": name, **data})
 
 
 def _load_hf_cached(repo_id: str) -> ModelSpec:
@@ -86,7 +90,14 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
         return _load_preset(key)
     if looks_like_repo_id(text.strip()):
         return _load_hf_cached(text.strip())
-    raise ConfigError(
+    raise unknown_model(text)
+
+
+def unknown_model(text: str) -> ConfigError:
+    """The error for a model name that is neither a file, a preset nor a cached Hugging Face repo id (with a
+    "did you mean" and the presets)."""
+    key = text.strip().lower().replace("_", "-")
+    return ConfigError(
         f"unknown model {text!r}{did_you_mean(key, list_models())}: not a file, not a preset and not a Hugging "
         f"Face repo id (owner/name); presets: {', '.join(list_models())} (distcalc presets models lists them)"
     )

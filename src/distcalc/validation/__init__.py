@@ -19,6 +19,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.h100_runs",
     "distcalc.validation.gpu_kernels",
     "distcalc.validation.published",
+    "distcalc.validation.nccl_busbw",
 )
 
 

@@ -24,7 +24,8 @@ Rules, column by column:
   delayed scaling → ``fp8``; ``FP8-MX`` → ``mxfp8``; ``NVFP4`` → ``nvfp4``) when distcalc has that dtype.
 * Options: ``dp_comm_overlap`` → ``overlap_grad_reduce`` and ``overlap_param_gather``; NeMo's
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
-  Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``.
+  Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
+  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
+from distcalc.analyze.options import ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -47,11 +49,23 @@ CLUSTER_OF_GPU: dict[str, str] = {
     "gb200": "gb200-nvl72",
     "gb300": "gb300-nvl72",
     "a800-80gb": "dgx-a800",
+    "h800-80gb": "dgx-h800",
+    "h800": "dgx-h800",
+    "h200": "hgx-h200",
+    "h200-141gb": "hgx-h200",
+    "h100-pcie-80gb": "h100-pcie-node",
+    "a100-40gb": "dgx-a100",
 }
+# GPU column values whose GPU preset differs from the cluster's own GPU (same system, other part).
+GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
     ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
+    # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
+    ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
+    ("800 Gbps per node", "eth-100g", 8),
 )
 
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
@@ -142,7 +156,7 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
     if name is None:
         raise NotExpressible(f"no cluster preset for GPU {run.gpu!r}")
     try:
-        cluster = load_cluster(name)
+        cluster = load_cluster(name, gpu=GPU_OVERRIDE.get(run.gpu))
     except DistcalcError as exc:
         raise NotExpressible(f"cluster preset {name!r} for GPU {run.gpu!r} is missing") from exc
     for phrase, link, nics in NETWORK_OVERRIDES:
@@ -152,8 +166,9 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
 
 
 def _recompute(run: PublishedRun) -> tuple[Recompute, str | None]:
-    if run.recompute in ("none", "selective", "full"):
-        return Recompute(run.recompute), None
+    for value in Recompute:  # "full", "selective (op-level)", ...
+        if run.recompute.lower().startswith(value.value):
+            return value, None
     return Recompute.NONE, f"recompute {run.recompute!r} -> none"
 
 
@@ -200,10 +215,16 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
     overlap = run.dp_comm_overlap is not False
+    # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
+    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
+        cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
+        else ContextParallelAlgorithm.RING,
+        grad_reduce_bytes=reduce_bytes,
     )
 
 

@@ -1,0 +1,143 @@
+"""``analyze`` as a job: request → :class:`~distcalc.analyze.StepReport` → the ``--json`` payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from pydantic import Field
+
+from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.calibration import load_calibration
+from distcalc.hardware_choice import Hardware, resolve_hardware
+from distcalc.jobs.base import PipelineRequest, parse_option, request_to_yaml
+from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS, default_gpus
+from distcalc.units import parse_rate, parse_time
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
+
+#: The built-in example (``distcalc analyze`` with no options): Llama 3 70B on 8 DGX H100 nodes with a
+#: Megatron-style configuration (TP inside the node, 4 pipeline stages × 5 interleaved chunks, DP 2,
+#: sequence parallelism, distributed optimizer, FlashAttention), 8192-token sequences, 1M-token batches.
+EXAMPLE = {"model": "llama3-70b", "cluster": "dgx-h100", "gpus": 64, "tp": 8, "pp": 4, "vpp": 5,
+           "micro_batch": 1, "global_batch": 128, "seq_len": 8192, "sequence_parallel": True,
+           "recompute": Recompute.NONE, "distributed_optimizer": True}
+LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "gpus", "distributed_optimizer", "sequence_parallel",
+                 "recompute", "micro_batch", "global_batch", "seq_len", "schedule")
+#: Fields that, when given, end the built-in example (besides the layout).
+NOT_EXAMPLE_FIELDS = ("model", "model_config_json", "cluster", "gpu", "first_stage_layers", "last_stage_layers")
+
+
+class AnalyzeRequest(PipelineRequest):
+    """The options of ``distcalc analyze`` (None: the CLI's default; all layout fields and model/cluster None:
+    the built-in example)."""
+
+    model: Optional[str] = Field(None, description=f"model preset (CLI: or a config.json / YAML path) [default: "
+                                                   f"{DEFAULTS.model}]")
+    cluster: Optional[str] = Field(None, description=f"cluster preset (CLI: or YAML file) [default: "
+                                                     f"{DEFAULTS.cluster}, or the first cluster hosting --gpu]")
+    gpu: Optional[str] = Field(None, description="GPU preset replacing the cluster's")
+    gpus: Optional[int] = Field(None, description=f"total GPUs [default: {DEFAULTS.gpus}, or tp·pp·cp·dp]")
+    tp: Optional[int] = None
+    pp: Optional[int] = None
+    dp: Optional[int] = None
+    cp: Optional[int] = None
+    ep: Optional[int] = None
+    vpp: Optional[int] = None
+    zero: Optional[int] = Field(None, ge=0, le=3)
+    distributed_optimizer: Optional[bool] = None
+    sequence_parallel: Optional[bool] = None
+    recompute: Optional[Recompute] = None
+    micro_batch: Optional[int] = None
+    global_batch: Optional[int] = None
+    seq_len: Optional[int] = None
+    schedule: Optional[Schedule] = None
+    dtype: Precision = Precision.BF16
+    flash_attention: bool = True
+    account_for_embedding_and_loss: bool = False
+    gpus_per_node: Optional[int] = None
+    intra_bandwidth: Optional[str] = Field(None, description="intra-node B per direction, e.g. 300GB/s")
+    intra_latency: Optional[str] = Field(None, description="intra-node α per step, e.g. 3us")
+    inter_bandwidth: Optional[str] = Field(None, description="per-NIC B per direction, e.g. 400Gbps")
+    inter_latency: Optional[str] = Field(None, description="inter-node α per step, e.g. 6us")
+    order: str = "tp-cp-dp-pp"
+    overlap_grad_reduce: bool = True
+    tp_overlap: float = 0.0
+    cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
+    gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
+    overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
+                                    description="compute slowdown beside an overlapped DP/FSDP/CP collective")
+    grad_reduce_bytes: int = Field(4, ge=1, le=8, description="bytes per gradient element in DP/FSDP reduction")
+    tokens: Optional[float] = None
+    collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
+
+    def is_example(self) -> bool:
+        """No model, cluster or layout given: the built-in example."""
+        return all(getattr(self, k) is None for k in (*NOT_EXAMPLE_FIELDS, *LAYOUT_FIELDS))
+
+
+def _option(parser: Any, value: Optional[str], name: str) -> Any:
+    return parse_option(parser, value, f"--{name.replace('_', '-')}") if value else None
+
+
+@dataclass(frozen=True)
+class AnalyzeRun:
+    """A step report, the hardware it was priced on, why the GPU count is what it is (None: given) and
+    whether it is the built-in example."""
+
+    report: StepReport
+    hardware: Hardware
+    gpus_origin: Optional[str]
+    example: bool
+
+
+def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
+                calibration: Optional[Path] = None) -> AnalyzeRun:
+    """The report ``distcalc analyze`` prints (``allow_files``: ``model``/``cluster`` may be file paths)."""
+    example = request.is_example()
+    settings: dict[str, Any] = (dict(EXAMPLE) if example
+                                else {k: getattr(request, k) for k in LAYOUT_FIELDS if getattr(request, k) is not None})
+    model = settings.pop("model", None) or request.model or DEFAULTS.model
+    cluster = settings.pop("cluster", None) or request.cluster
+    links = {"intra_bandwidth_bytes_per_s": _option(parse_rate, request.intra_bandwidth, "intra_bandwidth"),
+             "inter_bandwidth_bytes_per_s": _option(parse_rate, request.inter_bandwidth, "inter_bandwidth"),
+             "intra_latency_s": _option(parse_time, request.intra_latency, "intra_latency"),
+             "inter_latency_s": _option(parse_time, request.inter_latency, "inter_latency")}
+    spec = request.model_copy(update={"model": model}).resolve_model(allow_files)
+    hardware = resolve_hardware(cluster, request.gpu, allow_files=allow_files, gpus_per_node=request.gpus_per_node,
+                                **links)
+    settings.setdefault("seq_len", DEFAULTS.seq_len)
+    gpus_origin = None
+    if "gpus" not in settings:
+        settings["gpus"], gpus_origin = default_gpus(settings.get("tp", 1), settings.get("pp", 1),
+                                                     settings.get("cp", 1), settings.get("dp"))
+    config = ParallelConfig(**settings, dtype=request.dtype, flash_attention=request.flash_attention,
+                            account_for_embedding_and_loss=request.account_for_embedding_and_loss,
+                            first_stage_layers=request.first_stage_layers, last_stage_layers=request.last_stage_layers)
+    options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
+                             overlap_param_gather=request.overlap_grad_reduce,
+                             tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
+                             distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
+                             collective_model=request.collective_model.strip().lower(),
+                             overlap_compute_slowdown=request.overlap_slowdown,
+                             grad_reduce_bytes=request.grad_reduce_bytes,
+                             calibration=load_calibration(calibration) if calibration is not None else None)
+    report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
+    if report.calibration is not None:
+        report.calibration["file"] = str(calibration)
+    return AnalyzeRun(report, hardware, gpus_origin, example)
+
+
+def analyze_payload(run: AnalyzeRun) -> dict[str, Any]:
+    """The ``distcalc analyze --json`` object (``fits`` at top level, ``hardware`` with its provenance)."""
+    return {**run.report.to_dict(), "hardware": run.hardware.describe()}
+
+
+def analyze_run_file(request: AnalyzeRequest) -> str:
+    """The run file (``--config``) of ``request``: every field that differs from the CLI's default, so that
+    ``distcalc analyze --config FILE`` reproduces the request (the built-in example is written out in full)."""
+    if request.is_example():
+        request = request.model_copy(update=EXAMPLE)
+    return request_to_yaml(request, "analyze")

@@ -1,0 +1,85 @@
+"""``memory`` as a job: request → :class:`~distcalc.memory.MemoryReport` → the ``--json`` payload."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Optional
+
+from pydantic import Field
+
+from distcalc.hardware_choice import Hardware, resolve_hardware
+from distcalc.jobs.base import PipelineRequest, parse_option
+from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
+from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
+from distcalc.run_file import DEFAULTS, default_gpus
+from distcalc.units import parse_size
+
+
+class MemoryRequest(PipelineRequest):
+    """The options of ``distcalc memory`` with its defaults (the shared ones from :data:`DEFAULTS`)."""
+
+    cluster: Optional[str] = Field(None, description=f"cluster preset (CLI: or YAML file) [default: "
+                                                     f"{DEFAULTS.cluster}, or the first cluster hosting --gpu]")
+    gpu: Optional[str] = Field(None, description="GPU preset replacing the cluster's")
+    gpus: Optional[int] = Field(None, description=f"total GPUs [default: {DEFAULTS.gpus}, or tp·pp·cp·dp]")
+    tp: int = 1
+    pp: int = 1
+    dp: Optional[int] = None
+    cp: int = 1
+    ep: int = 1
+    vpp: int = 1
+    zero: int = Field(0, ge=0, le=3)
+    distributed_optimizer: bool = False
+    sequence_parallel: bool = False
+    recompute: Recompute = Recompute.NONE
+    micro_batch: int = DEFAULTS.micro_batch
+    global_batch: Optional[int] = None
+    seq_len: int = DEFAULTS.seq_len
+    schedule: Optional[Schedule] = None
+    dtype: Precision = Precision.BF16
+    flash_attention: bool = True
+    account_for_embedding_and_loss: bool = False
+    recipe: Recipe = Recipe.MIXED
+    comm_buffer: str = "512MiB"
+    cuda_context: str = "512MiB"
+    allocator_reserve: float = 0.05
+
+
+def size_or_zero(text: str) -> int:
+    """A byte size where 0 is allowed (a buffer that is not reserved)."""
+    return parse_size(text, allow_zero=True)
+
+
+size_or_zero.__name__ = "parse_size"  # parse_option's unit check: a size
+
+
+@dataclass(frozen=True)
+class MemoryRun:
+    """A memory report, the hardware it was priced on and why the GPU count is what it is."""
+
+    report: MemoryReport
+    hardware: Hardware
+    gpus_origin: Optional[str]  # None: given
+
+
+def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRun:
+    """The report ``distcalc memory`` prints (``allow_files``: ``model`` and ``cluster`` may be file paths)."""
+    spec = request.resolve_model(allow_files)
+    hardware = resolve_hardware(request.cluster, request.gpu, allow_files=allow_files)
+    gpus, origin = ((request.gpus, None) if request.gpus is not None
+                    else default_gpus(request.tp, request.pp, request.cp, request.dp))
+    layout = {k: getattr(request, k) for k in (
+        "tp", "pp", "dp", "cp", "ep", "vpp", "zero", "distributed_optimizer", "sequence_parallel",
+        "recompute", "micro_batch", "global_batch", "seq_len", "schedule", "dtype", "flash_attention",
+        "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")}
+    config = ParallelConfig(gpus=gpus, **layout)
+    options = MemoryOptions(recipe=request.recipe,
+                            comm_buffer_bytes=parse_option(size_or_zero, request.comm_buffer, "--comm-buffer"),
+                            cuda_context_bytes=parse_option(size_or_zero, request.cuda_context, "--cuda-context"),
+                            allocator_reserve_fraction=request.allocator_reserve)
+    return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
+
+
+def memory_payload(run: MemoryRun) -> dict[str, Any]:
+    """The ``distcalc memory --json`` object (``fits`` at top level, ``hardware`` with its provenance)."""
+    return {**run.report.to_dict(), "hardware": run.hardware.describe()}
