@@ -1,0 +1,94 @@
+"""The handcrafted Zero Bubble schedules ZB-H1 and ZB-H2 (Qi et al. 2024, "Zero Bubble Pipeline
+Parallelism", ICLR, §2 and Fig. 3; arXiv:2401.10241).
+
+The backward is split into B (input gradient, on the critical path) and W (weight gradient, any time after
+its B). Stage s (0-based, p stages, m micro-batches) runs ``warm-up`` forwards, then for each micro-batch k:
+B_k, possibly a W, then the next F; the remaining W's close the step.
+
+* ZB-H1: warm-up ``p − s`` forwards (1F1B's in-flight count), W of micro-batch k − s right after B_k (stage s
+  defers its W's by s micro-batches — "the starting points of W depend on the number of warm-up
+  micro-batches", §2.1). Bubble ``(p − 1)(T_F + T_B − T_W)`` (Table 2), a third of 1F1B's when the three are
+  equal; peak in-flight p on stage 0 (same as 1F1B).
+* ZB-H2: warm-up ``2(p − s) − 1`` forwards, W's only once the forwards are done (the sail-sg reference
+  scheduler's manual order ``fff…bfbf…bwbw…www``); with optimizer post-validation (§4) the steps tile as a
+  parallelogram and the bubble is ``(p − 1)(T_F + T_B − 2·T_W)`` — zero when the three are equal; peak
+  in-flight ``2p − 1`` on stage 0 (Table 2).
+
+Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_B)`` and m ≥ 2p (tests).
+"""
+
+from __future__ import annotations
+
+from distcalc.errors import ConfigError
+from distcalc.parallel import SCHEDULE_ZB_H2, SCHEDULE_ZERO_BUBBLE
+from distcalc.schedules.base import Op, PassKind, PipelineSchedule, Plan, linear_device
+from distcalc.schedules.classic import one
+
+F, B, W = PassKind.F, PassKind.B, PassKind.W
+
+
+def zero_bubble_order(stage: int, micro_batches: int, warm_up: int, w_delay: int | None) -> tuple[Op, ...]:
+    """One stage's order: ``warm_up`` forwards, then B_k [W] F per micro-batch; with ``w_delay`` d the W of
+    micro-batch k − d follows B_k, with None the W's wait until the forwards are done."""
+    m = micro_batches
+    nxt = min(warm_up, m)
+    order = [one(F, k, stage) for k in range(nxt)]
+    w = 0
+    for k in range(m):
+        order.append(one(B, k, stage))
+        if (k >= w_delay) if w_delay is not None else nxt >= m:
+            order.append(one(W, w, stage))
+            w += 1
+        if nxt < m:
+            order.append(one(F, nxt, stage))
+            nxt += 1
+    order += [one(W, k, stage) for k in range(w, m)]
+    return tuple(order)
+
+
+class ZeroBubbleH1(PipelineSchedule):
+    """ZB-H1: 1F1B's memory, a third of its bubble."""
+
+    name, code = "zb-h1", SCHEDULE_ZERO_BUBBLE
+    description = "ZB-H1: B/W split, W deferred to fill the drain; 1F1B memory"
+    reference = "Qi et al. 2024 §2.1, Table 2"
+    split_backward = True
+
+    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
+        self.check(devices, micro_batches)
+        p = devices
+        orders = tuple(zero_bubble_order(s, micro_batches, p - s, s) for s in range(p))
+        return Plan(self.name, p, micro_batches, p, 1.0, orders, linear_device(p))
+
+    def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
+        return (devices - 1) * (t_f + t_b - t_w)
+
+    def closed_form_peak_in_flight(self, devices):
+        return float(devices)
+
+
+class ZeroBubbleH2(PipelineSchedule):
+    """ZB-H2 (the paper's ZB-2p family): extra warm-up forwards fill the start, W's fill the end."""
+
+    name, code = "zb-h2", SCHEDULE_ZB_H2
+    description = "ZB-H2 / ZB-2p: 2p-1 warm-up forwards, zero bubble with post-validation; 2p-1 memory"
+    reference = "Qi et al. 2024 §2.2, §4, Table 2"
+    split_backward = True
+    tiles_iterations = True
+
+    def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
+        super().check(devices, micro_batches)
+        if devices < 2:
+            raise ConfigError(f"schedule {self.name} needs pp >= 2 (got {devices})")
+
+    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
+        self.check(devices, micro_batches)
+        p = devices
+        orders = tuple(zero_bubble_order(s, micro_batches, 2 * (p - s) - 1, None) for s in range(p))
+        return Plan(self.name, p, micro_batches, p, 1.0, orders, linear_device(p))
+
+    def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
+        return (devices - 1) * (t_f + t_b - 2 * t_w)
+
+    def closed_form_peak_in_flight(self, devices):
+        return float(2 * devices - 1)
