@@ -16,7 +16,8 @@ from distcalc.errors import ConfigError
 from distcalc.model import load_model
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
 from distcalc.search.counts import GPUS_HELP
-from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
+from distcalc.search.space import (COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_ALIASES, SCHEDULE_CHOICES,
+                                   ZERO_CHOICES)
 from distcalc.units import format_size, format_time, parse_size, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -24,14 +25,16 @@ MAX_FRONT_ROWS = 12
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")
 
 
-def _choice_list(text: str | None, valid: tuple, option: str, convert=str) -> tuple:
-    """``"a,b"`` → (a, b), every item one of ``valid``; None → every valid value."""
+def _choice_list(text: str | None, valid: tuple, option: str, convert=str, default: tuple | None = None,
+                 aliases: dict | None = None) -> tuple:
+    """``"a,b"`` → (a, b), every item one of ``valid`` (or an alias of one); None → ``default`` (every valid
+    value)."""
     if text is None:
-        return valid
+        return valid if default is None else default
     items = []
     for part in str(text).split(","):
         try:
-            item = convert(part.strip())
+            item = convert((aliases or {}).get(part.strip(), part.strip()))
         except ValueError:
             item = None
         if item not in valid:
@@ -162,7 +165,9 @@ def register(app: typer.Typer) -> None:
         target_memory: Annotated[Optional[str], typer.Option(help="--min-gpus memory target per GPU, e.g. 60GiB")] = None,
         zero: Annotated[Optional[str], typer.Option(help="ZeRO stages to search, e.g. 0,1 (default all)")] = None,
         recompute: Annotated[Optional[str], typer.Option(help="recompute modes, e.g. selective,full")] = None,
-        schedule: Annotated[Optional[str], typer.Option(help="schedules, e.g. 1f1b,interleaved")] = None,
+        schedule: Annotated[Optional[str], typer.Option(
+            help="schedules, e.g. 1f1b,interleaved (default gpipe,1f1b,interleaved,zero-bubble; also zb-h1, "
+                 "zb-h2, zb-v, dualpipe, dualpipev)")] = None,
         gpu: Annotated[Optional[str], typer.Option(help="GPU preset overriding the cluster's")] = None,
         output: Annotated[Optional[Path], typer.Option(help="write every feasible configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
@@ -182,7 +187,8 @@ def register(app: typer.Typer) -> None:
         choices = SpaceChoices(
             zero=_choice_list(zero, ZERO_CHOICES, "--zero", int),
             recompute=_choice_list(recompute, RECOMPUTE_CHOICES, "--recompute"),
-            schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule"),
+            schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule", default=DEFAULT_SCHEDULES,
+                                  aliases=SCHEDULE_ALIASES),
         )
         result = search(
             spec, cluster_spec, counts, global_batch=global_batch, seq_len=seq_len, headroom=headroom,

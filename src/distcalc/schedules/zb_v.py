@@ -46,9 +46,12 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
     pending = [deque() for _ in range(p)]
     orders: list[list[Op]] = [[] for _ in range(p)]
     left = 3 * m * S
+    blocked: set[int] = set()  # devices waiting on a pass no device has scheduled yet
     while left:
-        d = min((x for x in range(p) if pending[x] or any(next_b[j] < m for j in stages_of[x])),
-                key=lambda x: (clock[x], x))
+        busy = [x for x in range(p) if x not in blocked and (pending[x] or any(next_b[j] < m for j in stages_of[x]))]
+        if not busy:
+            raise ConfigError(f"zb-v order construction stalled (p={p}, m={m})")
+        d = min(busy, key=lambda x: (clock[x], x))
         now, waits, choice = clock[d], [], None
         for j in stages_of[d]:
             mb = next_b[j]
@@ -66,9 +69,10 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
             choice = (W, *pending[d].popleft())
         if choice is None:
             later = [t for t in waits + clock if t > now]
-            if not later:
-                raise ConfigError(f"zb-v order construction stalled (p={p}, m={m})")
-            clock[d] = min(later)
+            if later:
+                clock[d] = min(later)
+            else:
+                blocked.add(d)
             continue
         kind, mb, j = choice
         end = now + 1.0
@@ -80,6 +84,7 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
         orders[d].append(one(kind, mb, j, 0 if j < p else 1))
         clock[d] = end
         left -= 1
+        blocked.clear()
     return tuple(tuple(o) for o in orders)
 
 
