@@ -18,6 +18,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.end_to_end",
     "distcalc.validation.h100_runs",
     "distcalc.validation.gpu_kernels",
+    "distcalc.validation.zero_bubble",
 )
 
 
