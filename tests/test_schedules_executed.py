@@ -125,3 +125,9 @@ def test_registry_names():
     assert SCHEDULES["zero-bubble"] is SCHEDULES["zb-h1"]
     with pytest.raises(ConfigError, match="valid"):
         get_schedule("nope")
+
+
+def test_zero_bubble_formula_set_passes():
+    from distcalc.validation import CASE_SETS
+    cases = CASE_SETS["zero-bubble-formulas"].run()
+    assert cases and all(c.passed for c in cases)

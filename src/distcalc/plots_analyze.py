@@ -8,8 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from distcalc.parallel import Schedule
-from distcalc.pipeline import simulate_schedule
+from distcalc.schedules import PassTimes, execute, get_schedule
 
 #: Breakdown components drawn (key, label)
 COMPONENTS = (
@@ -22,17 +21,21 @@ MAX_TIMELINE_MICRO_BATCHES = 16
 
 
 def timeline_for(report: Any) -> tuple[Any, int]:
-    """Simulated schedule of the report's pipeline (at most 16 micro-batches shown, rounded to pp)."""
+    """Executed schedule of the report's pipeline (at most 16 micro-batches shown, rounded to what the
+    schedule needs): every device's operations with start and end (:mod:`distcalc.schedules`)."""
     pipe = report.pipeline
     pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
-    schedule = Schedule(pipe["schedule"]).code
+    schedule = get_schedule(str(pipe["schedule"]))
     shown = min(int(pipe["micro_batches"]), max(MAX_TIMELINE_MICRO_BATCHES, pp))
-    if schedule == Schedule.INTERLEAVED.code:
+    if schedule.name == "interleaved":
         shown = max(pp, shown - shown % pp)
+    if schedule.name.startswith("dualpipe"):
+        shown = max(2 * pp, shown - shown % 2)
+    plan = schedule.plan(pp, shown, vpp)
+    c = plan.chunk_fraction
     forward, backward = pipe["stage_forward_s"], pipe["stage_backward_s"]
-    weight = backward / 2 if schedule == Schedule.ZERO_BUBBLE.code else 0.0
-    timeline = simulate_schedule(schedule, pp, shown, vpp, forward, backward - weight, weight)
-    return timeline, shown
+    weight = backward / 2 if schedule.split_backward else 0.0  # W ≈ half the backward (B and W each one GEMM)
+    return execute(plan, PassTimes(c * forward, c * (backward - weight), c * weight), keep_events=True), shown
 
 
 def plot_analysis(report: Any, path: Path | str) -> None:
@@ -55,18 +58,27 @@ def plot_analysis(report: Any, path: Path | str) -> None:
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
 
     timeline, shown = timeline_for(report)
-    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green"}
-    for event in timeline.events:
-        right.barh(event.stage, event.end_s - event.start_s, left=event.start_s, color=colours[event.kind],
-                   edgecolor="white", linewidth=0.3)
+    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green", "BW": "tab:red", "F&B": "tab:purple"}
+    hatches = ("", "//", "..", "xx")
+    for device, op, start, end in timeline.events:
+        kind = "F&B" if len(op) == 2 else op[0].kind.value
+        right.barh(device, float(end[0] - start[0]), left=float(start[0]), color=colours[kind],
+                   hatch=hatches[op[-1].chunk % len(hatches)], edgecolor="white", linewidth=0.3)
+    right.set_yticks(range(timeline.plan.devices))
     right.invert_yaxis()
     right.set_xlabel("seconds")
-    right.set_ylabel("pipeline stage")
+    right.set_ylabel("pipeline stage (device)")
     total = int(report.pipeline["micro_batches"])
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
-    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward, W weight-grad")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    right.legend(handles, list(colours), fontsize=7, loc="lower right")
+    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B input-grad, W weight-grad, "
+                    "BW full backward, F&B overlapped; hatch = chunk", fontsize=9)
+    used = sorted({("F&B" if len(op) == 2 else op[0].kind.value) for _, op, _, _ in timeline.events}, key=list(colours).index)
+    chunks = sorted({op[-1].chunk for _, op, _, _ in timeline.events})
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in used]
+    handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=hatches[c % len(hatches)])
+                for c in chunks if len(chunks) > 1]
+    right.legend(handles, used + [f"chunk {c}" for c in chunks if len(chunks) > 1], fontsize=7, loc="upper left",
+                 bbox_to_anchor=(1.0, 1.0))
     fig.suptitle(f"{report.model['name']} on {report.cluster['gpus']}× {report.cluster['gpu']} ({report.cluster['name']})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
