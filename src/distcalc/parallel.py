@@ -75,6 +75,28 @@ _SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEA
                    Schedule.DUALPIPEV: 7}
 
 
+#: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
+V_SHAPED_SCHEDULES = (SCHEDULE_ZB_V, SCHEDULE_DUALPIPEV)
+
+
+def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None:
+    """Why schedule ``code`` cannot run ``pp`` stages with ``micro_batches`` micro-batches (None when it can):
+    ZB-H2, ZB-V, DualPipe and DualPipeV need pp >= 2; DualPipe (two directions, half the micro-batches each)
+    an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
+    deepseek-ai/DualPipe ``step`` asserts both)."""
+    name = {SCHEDULE_ZB_H2: "zb-h2", SCHEDULE_ZB_V: "zb-v", SCHEDULE_DUALPIPE: "dualpipe",
+            SCHEDULE_DUALPIPEV: "dualpipev"}.get(int(code))
+    if name is None:
+        return None
+    if pp < 2:
+        return f"schedule {name} needs pp >= 2 (got pp({pp}))"
+    if code == SCHEDULE_DUALPIPE and (pp % 2 or micro_batches % 2):
+        return f"schedule {name} needs an even pp and an even number of micro-batches (got pp({pp}), {micro_batches})"
+    if code in (SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV) and micro_batches < 2 * pp:
+        return f"schedule {name} needs micro-batches({micro_batches}) >= 2 * pp({pp}) = {2 * pp}"
+    return None
+
+
 class ParallelConfig(BaseModel):
     """A data/tensor/pipeline/context/expert-parallel training configuration (validated on creation).
 
@@ -160,6 +182,9 @@ class ParallelConfig(BaseModel):
             raise ConfigError(
                 f"schedule interleaved needs pp >= 2 and vpp >= 2 (got pp({self.pp}), vpp({self.vpp}))"
             )
+        problem = schedule_shape_problem(self.resolved_schedule.code, self.pp, self.num_micro_batches)
+        if problem:
+            raise ConfigError(problem)
 
     # ----------------------------------------------------------------------------------- derived
     @property
@@ -250,21 +275,23 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"model {name!r}: {field}({value}) is not divisible by {degree_name}({degree}); "
                 f"valid {degree_name}: {_divisors(value)}"
             )
-    stages = config.pp * config.vpp
+    v_shape = config.resolved_schedule.code in V_SHAPED_SCHEDULES  # two chunks per stage
+    stages = config.pp * config.vpp * (2 if v_shape else 1)
+    chunks = f"pp({config.pp}) * vpp({config.vpp})" + (" * 2 (V-shaped schedule)" if v_shape else "")
     if config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
         if slots % stages or slots // config.pp < 2:
             raise ConfigError(
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) + 2 (embedding and loss slots) = "
-                f"{slots} is not divisible by pp({config.pp}) * vpp({config.vpp}) = {stages} (with at least 2 slots "
+                f"{slots} is not divisible by {chunks} = {stages} (with at least 2 slots "
                 f"per stage); valid pp·vpp: {_divisors(slots)}"
             )
     elif spec.num_hidden_layers % stages:
         hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}"
                 if config.pp > 1 else "")
         raise ConfigError(
-            f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by pp({config.pp}) * "
-            f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"
+            f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by {chunks} = {stages}; "
+            f"valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"
         )
     if config.ep > 1 and not spec.is_moe:
         raise ConfigError(f"model {name!r} is dense: ep({config.ep}) must be 1")

@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Callable
 
 from distcalc.errors import ConfigError
+from distcalc.parallel import schedule_shape_problem
 
 
 class PassKind(str, Enum):
@@ -81,7 +82,9 @@ class PipelineSchedule:
     ``split_backward``: B and W are separate passes. ``tiles_iterations``: successive steps overlap as a
     parallelogram (Qi et al. 2024 §4, optimizer post-validation: no synchronisation between steps), so the
     per-step time is the busiest device's span (first pass to last), not the makespan.
-    ``parameter_copies``: model-parameter copies per device relative to 1F1B (DualPipe keeps 2)."""
+    ``parameter_copies``: model-parameter copies per device relative to 1F1B (DualPipe keeps 2).
+    ``v_shape``: two chunks per device in a V (:func:`v_device`), else chunk c of device d is virtual stage
+    c·p + d (:func:`linear_device`). Subclasses give :meth:`orders`; :meth:`plan` checks and assembles."""
 
     name: str = ""
     code: int = -1
@@ -90,16 +93,40 @@ class PipelineSchedule:
     split_backward: bool = False
     tiles_iterations: bool = False
     parameter_copies: int = 1
-    chunks_per_device: int = 1
+    v_shape: bool = False
 
     def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
-        """Raise :class:`ConfigError` when the schedule cannot run this shape (default: p ≥ 1, m ≥ 1)."""
+        """Raise :class:`ConfigError` when the schedule cannot run this shape (p ≥ 1, m ≥ 1, and
+        :func:`distcalc.parallel.schedule_shape_problem`, the rule :class:`~distcalc.parallel.ParallelConfig`
+        applies)."""
         if devices < 1 or micro_batches < 1:
             raise ConfigError(f"schedule {self.name}: pp({devices}) and micro-batches({micro_batches}) must be >= 1")
+        problem = schedule_shape_problem(self.code, devices, micro_batches)
+        if problem:
+            raise ConfigError(problem)
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:  # pragma: no cover - interface
-        """The per-device order of passes."""
+    def chunks(self, vpp: int) -> int:
+        """Model chunks per device (1; 2 on V-shaped schedules; overridden by interleaving)."""
+        return 2 if self.v_shape else 1
+
+    def chunk_fraction(self, vpp: int) -> float:
+        """A chunk's share of one device's per-micro-batch work (1 / chunks; DualPipe overrides)."""
+        return 1.0 / self.chunks(vpp)
+
+    def device_map(self, devices: int, micro_batches: int) -> Callable[[int, int], int]:
+        """Which device holds virtual stage j of a micro-batch."""
+        return v_device(devices) if self.v_shape else linear_device(devices)
+
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:  # pragma: no cover
+        """Every device's operations in order (the schedule itself)."""
         raise NotImplementedError
+
+    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
+        """The checked per-device order of passes for ``devices`` stages and ``micro_batches``."""
+        self.check(devices, micro_batches, vpp)
+        return Plan(self.name, devices, micro_batches, devices * self.chunks(vpp), self.chunk_fraction(vpp),
+                    tuple(tuple(o) for o in self.orders(devices, micro_batches, vpp)),
+                    self.device_map(devices, micro_batches))
 
     def closed_form_bubble_s(self, devices: int, micro_batches: int, t_f: float, t_b: float,
                              t_w: float) -> float | None:
@@ -112,9 +139,3 @@ class PipelineSchedule:
         """Published peak activation memory, in units of one device's share of one micro-batch's
         activations under 1F1B (the papers' ``M_B``); None when none is published."""
         return None
-
-
-def require_even(name: str, what: str, value: int) -> None:
-    """:class:`ConfigError` unless ``value`` is even."""
-    if value % 2:
-        raise ConfigError(f"schedule {name} needs an even {what} (got {value})")

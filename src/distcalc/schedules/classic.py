@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED
-from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule, Plan, linear_device
+from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, BW = PassKind.F, PassKind.BW
 
@@ -31,11 +31,9 @@ class GPipe(PipelineSchedule):
     description = "GPipe: all forwards, then all backwards"
     reference = "Huang et al. 2019, GPipe"
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
-        orders = tuple(tuple(one(F, i, s) for i in range(micro_batches)) +
-                       tuple(one(BW, i, s) for i in range(micro_batches)) for s in range(devices))
-        return Plan(self.name, devices, micro_batches, devices, 1.0, orders, linear_device(devices))
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return tuple(tuple(one(F, i, s) for i in range(micro_batches)) +
+                     tuple(one(BW, i, s) for i in range(micro_batches)) for s in range(devices))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         return (devices - 1) * (t_f + t_b + t_w)
@@ -58,10 +56,8 @@ class OneFOneB(PipelineSchedule):
     description = "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"
     reference = "Narayanan et al. 2021 §2.2.1"
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
-        orders = tuple(one_f_one_b_order(devices, s, micro_batches) for s in range(devices))
-        return Plan(self.name, devices, micro_batches, devices, 1.0, orders, linear_device(devices))
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return tuple(one_f_one_b_order(devices, s, micro_batches) for s in range(devices))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         return (devices - 1) * (t_f + t_b + t_w)
@@ -83,8 +79,10 @@ class Interleaved(PipelineSchedule):
             raise ConfigError(f"interleaved schedule needs vpp >= 2 (got {vpp}) and micro-batches({micro_batches})"
                               f" a multiple of pp({devices})")
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 2) -> Plan:
-        self.check(devices, micro_batches, vpp)
+    def chunks(self, vpp: int) -> int:
+        return vpp
+
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
         p, v, total = devices, vpp, micro_batches * vpp
 
         def fwd(k: int, s: int) -> Op:
@@ -103,7 +101,7 @@ class Interleaved(PipelineSchedule):
                 order += [fwd(warm + i, s), bwd(i, s)]
             order += [bwd(k, s) for k in range(total - warm, total)]
             orders.append(tuple(order))
-        return Plan(self.name, p, micro_batches, p * v, 1.0 / v, tuple(orders), linear_device(p))
+        return tuple(orders)
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         """Per-chunk times: the device's bubble is (p − 1) chunk slots, ``(p−1)(T_F+T_B+T_W)/v`` per stage."""

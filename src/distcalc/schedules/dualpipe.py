@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_DUALPIPE
-from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule, Plan, require_even
+from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, B, W, BW = PassKind.F, PassKind.B, PassKind.W, PassKind.BW
 
@@ -94,22 +93,17 @@ class DualPipe(PipelineSchedule):
     reference = "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe"
     split_backward = True
     parameter_copies = 2
-    chunks_per_device = 2
 
-    def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
-        super().check(devices, micro_batches)
-        require_even(self.name, "pp", devices)
-        require_even(self.name, "number of micro-batches", micro_batches)
-        if micro_batches < 2 * devices:
-            raise ConfigError(f"schedule {self.name} needs micro-batches({micro_batches}) >= 2 * pp({devices})")
+    def chunks(self, vpp: int) -> int:
+        """Virtual stages per micro-batch path: PP (each device holds one stage of each direction)."""
+        return 1
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
+    def device_map(self, devices: int, micro_batches: int) -> Callable[[int, int], int]:
+        per = micro_batches // 2
+        return lambda micro_batch, stage: stage if micro_batch < per else devices - 1 - stage
+
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
         n, half, per = devices, devices // 2, micro_batches // 2
-
-        def device_of(micro_batch: int, stage: int) -> int:
-            return stage if micro_batch < per else n - 1 - stage
-
         orders = []
         for r in range(n):
             near = 0 if r < half else 1  # the direction entering at this device's end
@@ -120,7 +114,7 @@ class DualPipe(PipelineSchedule):
 
             h = min(r, n - 1 - r)
             orders.append(dual_order(h, half, per, h == half - 1, locate))
-        return Plan(self.name, n, micro_batches, n, 1.0, tuple(orders), device_of)
+        return tuple(orders)
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w, t_fb=None):
         """``(PP/2 − 1)(F&B + B − 3W)``, B the full backward ``t_b + t_w``; F&B = F + B without overlap."""
@@ -130,9 +124,3 @@ class DualPipe(PipelineSchedule):
 
     def closed_form_peak_in_flight(self, devices):
         return float(devices + 1)
-
-
-def check_dual(name: str, devices: int, micro_batches: int) -> None:
-    """DualPipeV's shape rule (m ≥ 2·devices), as the repository asserts."""
-    if micro_batches < 2 * devices:
-        raise ConfigError(f"schedule {name} needs micro-batches({micro_batches}) >= 2 * pp({devices})")

@@ -12,8 +12,8 @@ PP + 1 chunks = p + 1/2 stage units.
 from __future__ import annotations
 
 from distcalc.parallel import SCHEDULE_DUALPIPEV
-from distcalc.schedules.base import PipelineSchedule, Plan, v_device
-from distcalc.schedules.dualpipe import DualPipe, check_dual, dual_order
+from distcalc.schedules.base import Op, PipelineSchedule
+from distcalc.schedules.dualpipe import DualPipe, dual_order
 
 
 class DualPipeV(PipelineSchedule):
@@ -23,22 +23,13 @@ class DualPipeV(PipelineSchedule):
     description = "DualPipeV: V-shaped cut-in-half DualPipe, overlapped forward/backward pairs"
     reference = "deepseek-ai/DualPipe README (DualPipeV)"
     split_backward = True
-    chunks_per_device = 2
+    v_shape = True
 
-    def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
-        super().check(devices, micro_batches)
-        check_dual(self.name, devices, micro_batches)
-
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
         n = devices
-        orders = []
-        for r in range(n):
-            def locate(phase: int, k: int, r: int = r) -> tuple[int, int, int]:
-                return k, r if phase == 0 else 2 * n - 1 - r, phase
-
-            orders.append(dual_order(r, n, micro_batches, r == n - 1, locate))
-        return Plan(self.name, n, micro_batches, 2 * n, 0.5, tuple(orders), v_device(n))
+        return tuple(dual_order(r, n, micro_batches, r == n - 1,
+                                lambda phase, k, r=r: (k, r if phase == 0 else 2 * n - 1 - r, phase))
+                     for r in range(n))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w, t_fb=None):
         """``(p − 1)(F&B + B − 3W)`` with chunk times (DualPipe's formula with PP = 2p)."""

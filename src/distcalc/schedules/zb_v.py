@@ -19,7 +19,7 @@ from functools import lru_cache
 
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZB_V
-from distcalc.schedules.base import Op, PassKind, PipelineSchedule, Plan, v_device
+from distcalc.schedules.base import Op, PassKind, PipelineSchedule, v_device
 from distcalc.schedules.classic import one
 
 F, B, W = PassKind.F, PassKind.B, PassKind.W
@@ -96,17 +96,10 @@ class ZeroBubbleV(PipelineSchedule):
     reference = "Qi et al. 2024 arXiv:2401.10241 v2 §6"
     split_backward = True
     tiles_iterations = True
-    chunks_per_device = 2
+    v_shape = True
 
-    def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
-        super().check(devices, micro_batches)
-        if devices < 2:
-            raise ConfigError(f"schedule {self.name} needs pp >= 2 (got {devices})")
-
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
-        return Plan(self.name, devices, micro_batches, 2 * devices, 0.5, v_shape_orders(devices, micro_batches),
-                    v_device(devices))
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return v_shape_orders(devices, micro_batches)
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         """Zero at T_F = T_B = T_W (the published case); None otherwise."""

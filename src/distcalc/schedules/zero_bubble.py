@@ -19,9 +19,8 @@ Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_
 
 from __future__ import annotations
 
-from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZB_H2, SCHEDULE_ZERO_BUBBLE
-from distcalc.schedules.base import Op, PassKind, PipelineSchedule, Plan, linear_device
+from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 
 F, B, W = PassKind.F, PassKind.B, PassKind.W
@@ -54,11 +53,8 @@ class ZeroBubbleH1(PipelineSchedule):
     reference = "Qi et al. 2024 §2.1, Table 2"
     split_backward = True
 
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
-        p = devices
-        orders = tuple(zero_bubble_order(s, micro_batches, p - s, s) for s in range(p))
-        return Plan(self.name, p, micro_batches, p, 1.0, orders, linear_device(p))
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return tuple(zero_bubble_order(s, micro_batches, devices - s, s) for s in range(devices))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         return (devices - 1) * (t_f + t_b - t_w)
@@ -76,16 +72,8 @@ class ZeroBubbleH2(PipelineSchedule):
     split_backward = True
     tiles_iterations = True
 
-    def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
-        super().check(devices, micro_batches)
-        if devices < 2:
-            raise ConfigError(f"schedule {self.name} needs pp >= 2 (got {devices})")
-
-    def plan(self, devices: int, micro_batches: int, vpp: int = 1) -> Plan:
-        self.check(devices, micro_batches)
-        p = devices
-        orders = tuple(zero_bubble_order(s, micro_batches, 2 * (p - s) - 1, None) for s in range(p))
-        return Plan(self.name, p, micro_batches, p, 1.0, orders, linear_device(p))
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return tuple(zero_bubble_order(s, micro_batches, 2 * (devices - s) - 1, None) for s in range(devices))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         return (devices - 1) * (t_f + t_b - 2 * t_w)

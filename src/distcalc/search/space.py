@@ -269,10 +269,12 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f.reject(None, "interleaved with vpp = 1 is 1f1b", (schedule == _INTERLEAVED) & (vpp == 1))
     f.reject(RejectReason.INCOMPATIBLE, "zero-bubble needs pp > 1", (pp == 1) & (schedule == _ZERO_BUBBLE))
     f.reject(RejectReason.INCOMPATIBLE, "dualpipe needs an even pp", (schedule == _DUALPIPE) & (pp % 2 != 0))
-    v_shape = (schedule == _ZB_V) | (schedule == _DUALPIPEV)
-    f.reject(RejectReason.DIVISIBILITY, "V-shaped: num_layers % (2*pp)", v_shape & (limits.num_layers % (2 * pp) != 0))
-    columns = f.result()
     # The split is derived: on exactly where the layers alone cannot be cut evenly.
+    split_on = limits.num_layers % (pp * vpp) != 0
+    v_shape = (schedule == _ZB_V) | (schedule == _DUALPIPEV)  # two chunks per stage
+    f.reject(RejectReason.DIVISIBILITY, "V-shaped: (num_layers [+2 split]) % (2*pp)",
+             v_shape & ((limits.num_layers + 2 * split_on) % (2 * pp) != 0))
+    columns = f.result()
     columns["account_for_embedding_and_loss"] = (
         limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
 
