@@ -122,7 +122,8 @@ def test_invalid_shapes_raise(name, p, m):
 
 def test_registry_names():
     assert set(SCHEDULES) >= {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}
-    assert SCHEDULES["zero-bubble"] is SCHEDULES["zb-h1"]
+    assert SCHEDULES["zero-bubble"].plan(4, 8).orders == SCHEDULES["zb-h1"].plan(4, 8).orders
+    assert {s.code for s in SCHEDULES.values()} == set(range(9))
     with pytest.raises(ConfigError, match="valid"):
         get_schedule("nope")
 

@@ -37,8 +37,8 @@ class Recompute(str, Enum):
 
 
 class Schedule(str, Enum):
-    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble ZB-H1 (also spelled
-    ``zb-h1``), ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
+    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
+    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
@@ -52,8 +52,8 @@ class Schedule(str, Enum):
 
     @property
     def code(self) -> int:
-        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble / zb-h1 3,
-        zb-h2 4, zb-v 5, dualpipe 6, dualpipev 7."""
+        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3, zb-h2 4,
+        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8."""
         return _SCHEDULE_CODES[self]
 
 
@@ -67,11 +67,12 @@ class Precision(str, Enum):
 
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
-#: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms).
-SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV = 4, 5, 6, 7
+#: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
+#: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
+SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
 _RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
 _SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
-                   Schedule.ZB_H1: 3, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
+                   Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
                    Schedule.DUALPIPEV: 7}
 
 

@@ -230,7 +230,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         terms = {"lps_mid": g(u["lps_m"]), "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
                  "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
                  **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
-                                           "head_comm")},
+                                           "out_wg", "head_comm")},
                  "wgrad": g(mbu["backward_wgrad_s"]), "p2p_exposed": np.broadcast_to(p2p_exposed, pp.shape),
                  "p2p_latency": g(u["p2p_transfer"]) * (1.0 if o.pipeline_p2p_overlap else 0.0)}
         run, busiest = executed_pipeline_s(sch, pp, m, terms)

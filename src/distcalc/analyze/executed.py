@@ -7,8 +7,9 @@ DualPipe) with ``n_j = c·L/pp`` transformer layers (one fewer on the first and 
 embedding/loss pipeline split):
 
 * F_j = n_j·layer forward (+ embedding forward on j = 0, output layer forward on j = S − 1, each with half
-  of its TP collectives), B_j = n_j·(layer backward − weight-gradient GEMMs) (+ the ends' backward and the
-  other half of their collectives), W_j = n_j·weight-gradient GEMMs;
+  of its TP collectives), B_j = n_j·(layer backward − weight-gradient GEMMs) (+ the output layer's input
+  gradient and loss backward on j = S − 1, the other half of the ends' collectives), W_j = n_j·weight-gradient
+  GEMMs (+ the embedding-table gradient on j = 0, the logits weight-gradient GEMM on j = S − 1);
 * each pass also carries its share (c) of the blocking pipeline Send/Recv when P2P is not overlapped
   (:class:`~distcalc.analyze.options.AnalyzeOptions` ``pipeline_p2p_overlap``), and a dependency between two
   devices waits one transfer when it is overlapped;
@@ -42,9 +43,11 @@ def _stage_times(S: int, c: float, t: dict[str, np.ndarray], p2p_share: np.ndarr
     b = layers * (t["layer_backward"] - wgrad) + c * p2p_share
     w = layers * wgrad
     f[0] += t["emb_f"] + t["emb_comm"] / 2
-    b[0] += t["emb_b"] + t["emb_comm"] / 2
+    b[0] += t["emb_comm"] / 2
+    w[0] += t["emb_b"]
     f[-1] += t["out_f"] + t["head_comm"] / 2
-    b[-1] += t["out_b"] + t["head_comm"] / 2
+    b[-1] += t["out_b"] - t["out_wg"] + t["head_comm"] / 2
+    w[-1] += t["out_wg"]
     return PassTimes(f, b, w, t["p2p_latency"], layers * t["ep_f"], layers * (t["ep_all"] - t["ep_f"]))
 
 
@@ -53,7 +56,8 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     """(pipeline time, busiest device's busy time) of every configuration (NaN where not executed).
 
     ``terms``: per-configuration arrays ``lps_mid``, ``slots``, ``layer_forward``, ``layer_backward``,
-    ``wgrad``, ``ep_f``, ``ep_all``, ``emb_f``, ``emb_b``, ``emb_comm``, ``out_f``, ``out_b``, ``head_comm``,
+    ``wgrad``, ``ep_f``, ``ep_all``, ``emb_f``, ``emb_b``, ``emb_comm``, ``out_f``, ``out_b``, ``out_wg``,
+    ``head_comm``,
     ``p2p_exposed`` (blocking Send/Recv per micro-batch), ``p2p_latency`` (per dependency)."""
     mask = executed_mask(schedule)
     pipeline = np.full(schedule.shape, np.nan)

@@ -9,7 +9,7 @@ closed form, the schedule returns it and the tests check it against the executed
 | name | module | source |
 |---|---|---|
 | gpipe, 1f1b, interleaved | :mod:`.classic` | Huang et al. 2019; Narayanan et al. 2021 |
-| zb-h1 (= zero-bubble), zb-h2 | :mod:`.zero_bubble` | Qi et al. 2024 (ICLR) |
+| zero-bubble (ZB-H1, closed form), zb-h1, zb-h2 | :mod:`.zero_bubble` | Qi et al. 2024 (ICLR) |
 | zb-v | :mod:`.zb_v` | Qi et al. 2024 (arXiv:2401.10241 v2) |
 | dualpipe | :mod:`.dualpipe` | DeepSeek-V3 report; deepseek-ai/DualPipe |
 | dualpipev | :mod:`.dualpipev` | deepseek-ai/DualPipe |
@@ -26,12 +26,12 @@ from distcalc.schedules.dualpipe import DualPipe
 from distcalc.schedules.dualpipev import DualPipeV
 from distcalc.schedules.execute import Execution, PassTimes, execute, peak_in_flight
 from distcalc.schedules.zb_v import ZeroBubbleV
-from distcalc.schedules.zero_bubble import ZeroBubbleH1, ZeroBubbleH2
+from distcalc.schedules.zero_bubble import ZeroBubbleClosedForm, ZeroBubbleH1, ZeroBubbleH2
 
-#: Every schedule by CLI name (``zero-bubble`` is ZB-H1's original spelling).
-SCHEDULES: dict[str, PipelineSchedule] = {s.name: s for s in (GPipe(), OneFOneB(), Interleaved(), ZeroBubbleH1(),
-                                                              ZeroBubbleH2(), ZeroBubbleV(), DualPipe(), DualPipeV())}
-SCHEDULES["zero-bubble"] = SCHEDULES["zb-h1"]
+#: Every schedule by CLI name (``zero-bubble`` is ZB-H1 priced by its closed form, ``zb-h1`` executed).
+SCHEDULES: dict[str, PipelineSchedule] = {
+    s.name: s for s in (GPipe(), OneFOneB(), Interleaved(), ZeroBubbleClosedForm(), ZeroBubbleH1(), ZeroBubbleH2(),
+                        ZeroBubbleV(), DualPipe(), DualPipeV())}
 #: The schedule object of each integer code (:attr:`distcalc.parallel.Schedule.code`).
 BY_CODE: dict[int, PipelineSchedule] = {s.code: s for s in SCHEDULES.values()}
 

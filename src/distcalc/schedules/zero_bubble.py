@@ -19,7 +19,7 @@ Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_
 
 from __future__ import annotations
 
-from distcalc.parallel import SCHEDULE_ZB_H2, SCHEDULE_ZERO_BUBBLE
+from distcalc.parallel import SCHEDULE_ZB_H1, SCHEDULE_ZB_H2, SCHEDULE_ZERO_BUBBLE
 from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 
@@ -46,9 +46,9 @@ def zero_bubble_order(stage: int, micro_batches: int, warm_up: int, w_delay: int
 
 
 class ZeroBubbleH1(PipelineSchedule):
-    """ZB-H1: 1F1B's memory, a third of its bubble."""
+    """ZB-H1: 1F1B's memory, a third of its bubble (``zb-h1``: analyze executes the plan)."""
 
-    name, code = "zb-h1", SCHEDULE_ZERO_BUBBLE
+    name, code = "zb-h1", SCHEDULE_ZB_H1
     description = "ZB-H1: B/W split, W deferred to fill the drain; 1F1B memory"
     reference = "Qi et al. 2024 §2.1, Table 2"
     split_backward = True
@@ -61,6 +61,14 @@ class ZeroBubbleH1(PipelineSchedule):
 
     def closed_form_peak_in_flight(self, devices):
         return float(devices)
+
+
+class ZeroBubbleClosedForm(ZeroBubbleH1):
+    """``zero-bubble``: the same ZB-H1 plan, but analyze and memory price it by the closed form
+    (:func:`distcalc.pipeline.pipeline_time_s`; ``min(p, m)`` in flight on every stage), as distcalc did
+    before the schedules were executed."""
+
+    name, code = "zero-bubble", SCHEDULE_ZERO_BUBBLE
 
 
 class ZeroBubbleH2(PipelineSchedule):

@@ -52,12 +52,13 @@ if TYPE_CHECKING:
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
            "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
 RECOMPUTE_CHOICES = ("none", "selective", "full")
-SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev")
+SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev",
+                    "zb-h1")
 #: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
 #: per (schedule, pp, micro-batches) and DualPipe doubles the parameters).
 DEFAULT_SCHEDULES = SCHEDULE_CHOICES[:4]
 #: Other spellings accepted by ``--schedule``.
-SCHEDULE_ALIASES = {"zb-h1": "zero-bubble", "zb-1p": "zero-bubble", "zb-2p": "zb-h2"}
+SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
 ZERO_CHOICES = (0, 1, 2, 3)
 _INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
 _ONE_F_ONE_B = SCHEDULE_CHOICES.index("1f1b")
