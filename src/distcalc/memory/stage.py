@@ -33,7 +33,8 @@ from distcalc.memory.activations import (
 from distcalc.memory.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
-from distcalc.parallel import SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_V, chunk_layer_range, stage_layer_count
+from distcalc.parallel import SCHEDULE_DUALPIPE, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count
+from distcalc.schedules import PARAMETER_COPIES
 
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
@@ -157,11 +158,11 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     code = np.asarray(t["schedule"])
     # where the embedding and the loss sit: V-shaped schedules (ZB-V, DualPipeV) hold both on device 0,
     # DualPipe (both directions) on device 0 and device pp−1 (DeepSeek-V3 report §3.2.1)
-    v_shape, dual = (code == SCHEDULE_ZB_V) | (code == SCHEDULE_DUALPIPEV), code == SCHEDULE_DUALPIPE
+    v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == SCHEDULE_DUALPIPE
     ends = (stage_f == 0) | (stage_f == pp_f - 1)
     first = np.where(dual, ends, stage_f == 0)
     last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))
-    copies = np.where(dual, 2.0, 1.0)  # DualPipe keeps two stages' parameters per device
+    copies = PARAMETER_COPIES[code]  # DualPipe keeps two stages' parameters per device
     layers, n_moe = layer_terms["layers"], layer_terms["n_moe"]
 
     # ---- parameters held by this GPU, and their states

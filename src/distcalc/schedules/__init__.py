@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+import numpy as np
+
 from distcalc.errors import ConfigError
 from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule, Plan
 from distcalc.schedules.classic import GPipe, Interleaved, OneFOneB
@@ -34,6 +36,8 @@ SCHEDULES: dict[str, PipelineSchedule] = {
                         ZeroBubbleV(), DualPipe(), DualPipeV())}
 #: The schedule object of each integer code (:attr:`distcalc.parallel.Schedule.code`).
 BY_CODE: dict[int, PipelineSchedule] = {s.code: s for s in SCHEDULES.values()}
+#: Model-parameter copies per device, indexed by schedule code (vectorised memory formulas).
+PARAMETER_COPIES = np.array([BY_CODE[code].parameter_copies for code in range(len(BY_CODE))], dtype=float)
 
 
 def get_schedule(name_or_code: str | int) -> PipelineSchedule:
@@ -56,5 +60,5 @@ def peak_in_flight_counts(code: int, devices: int, micro_batches: int, vpp: int 
     return tuple(peak_in_flight(cached_plan(code, devices, micro_batches, vpp)))
 
 
-__all__ = ["BY_CODE", "SCHEDULES", "Execution", "Op", "Pass", "PassKind", "PassTimes", "PipelineSchedule", "Plan",
+__all__ = ["BY_CODE", "PARAMETER_COPIES", "SCHEDULES", "Execution", "Op", "Pass", "PassKind", "PassTimes", "PipelineSchedule", "Plan",
            "cached_plan", "execute", "get_schedule", "peak_in_flight", "peak_in_flight_counts"]

@@ -28,7 +28,7 @@ named in :class:`Rejections.rules`:
   split, pp > 1, ``(L + 2) % (pp·vpp) == 0`` and ``(L + 2) // pp >= 2``; ``global_batch % (micro_batch·dp)``;
   with sequence parallelism ``(seq_len / cp) % tp``; and (*) for the interleaved schedule the number of
   micro-batches ``global_batch / (micro_batch·dp)`` a multiple of ``pp`` (Megatron-LM's interleaved schedule
-  requires it, Narayanan et al. 2021 §2.2; :func:`distcalc.pipeline.schedule_orders`).
+  requires it, Narayanan et al. 2021 §2.2; :class:`distcalc.schedules.classic.Interleaved`).
 * group does not fit (*) — a TP group must lie inside one node's fast tier: ``tp`` divides ``gpus_per_node``
   (when N ≥ gpus_per_node; otherwise ``tp`` divides N, which always holds).
 * incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
