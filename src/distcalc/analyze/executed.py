@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.parallel import SCHEDULE_ZB_H2
-from distcalc.schedules import PassTimes, cached_plan, execute, get_schedule
+from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
 def executed_mask(schedule: np.ndarray) -> np.ndarray:
@@ -69,7 +69,8 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
         code, p, micro = (int(x) for x in key)
         plan = cached_plan(code, p, micro)
         sub = {k: np.asarray(v, dtype=float)[rows] for k, v in terms.items()}
-        ex = execute(plan, _stage_times(plan.virtual_stages, plan.chunk_fraction, sub, sub["p2p_exposed"]))
+        ex = execute(plan, _stage_times(plan.virtual_stages, plan.chunk_fraction, sub, sub["p2p_exposed"]),
+                     program=cached_program(code, p, micro))
         pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)
         busy[rows] = ex.busy_s.max(axis=0)
     return pipeline, busy

@@ -26,7 +26,7 @@ from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule, Plan
 from distcalc.schedules.classic import GPipe, Interleaved, OneFOneB
 from distcalc.schedules.dualpipe import DualPipe
 from distcalc.schedules.dualpipev import DualPipeV
-from distcalc.schedules.execute import Execution, PassTimes, execute, peak_in_flight
+from distcalc.schedules.execute import Execution, PassTimes, Program, compile_plan, execute, peak_in_flight
 from distcalc.schedules.zb_v import ZeroBubbleV
 from distcalc.schedules.zero_bubble import ZeroBubbleClosedForm, ZeroBubbleH1, ZeroBubbleH2
 
@@ -55,10 +55,16 @@ def cached_plan(code: int, devices: int, micro_batches: int, vpp: int = 1) -> Pl
 
 
 @lru_cache(maxsize=512)
+def cached_program(code: int, devices: int, micro_batches: int, vpp: int = 1) -> Program:
+    """The compiled plan of schedule ``code`` for this shape (cached)."""
+    return compile_plan(cached_plan(code, devices, micro_batches, vpp))
+
+
+@lru_cache(maxsize=512)
 def peak_in_flight_counts(code: int, devices: int, micro_batches: int, vpp: int = 1) -> tuple[float, ...]:
     """Executed peak in-flight activations per device (stage units) of schedule ``code``."""
     return tuple(peak_in_flight(cached_plan(code, devices, micro_batches, vpp)))
 
 
 __all__ = ["BY_CODE", "PARAMETER_COPIES", "SCHEDULES", "Execution", "Op", "Pass", "PassKind", "PassTimes", "PipelineSchedule", "Plan",
-           "cached_plan", "execute", "get_schedule", "peak_in_flight", "peak_in_flight_counts"]
+           "Program", "cached_plan", "cached_program", "compile_plan", "execute", "get_schedule", "peak_in_flight", "peak_in_flight_counts"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from distcalc.errors import ConfigError
 from distcalc.parallel import schedule_shape_problem
@@ -32,10 +32,10 @@ class PassKind(str, Enum):
     BW = "BW"
 
 
-@dataclass(frozen=True)
-class Pass:
+class Pass(NamedTuple):
     """One pass: ``kind`` of micro-batch ``micro_batch`` on virtual stage ``stage``; ``chunk`` is the
-    device-local chunk index (0 or 1 on V-shaped and bidirectional schedules, 0…v−1 interleaved)."""
+    device-local chunk index (0 or 1 on V-shaped and bidirectional schedules, 0…v−1 interleaved). A named
+    tuple: plans hold hundreds of thousands of them."""
 
     kind: PassKind
     micro_batch: int

@@ -15,6 +15,7 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,23 +80,6 @@ class Execution:
         return self.step_s(tiles_iterations) - self.busy_s.max(axis=0)
 
 
-def _duration(op: Op, stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
-    f, b, w, fc, bc = stage_arrays
-    total = []
-    for p in op:
-        j = p.stage
-        total.append(f[j] if p.kind is PassKind.F else b[j] if p.kind is PassKind.B else w[j] if p.kind is PassKind.W
-                     else b[j] + w[j])
-    if len(op) == 1:
-        return total[0]
-    fwd = next(p for p in op if p.kind is PassKind.F)
-    bwd = next(p for p in op if p.kind is not PassKind.F)
-    f_total, b_total = f[fwd.stage], b[bwd.stage] + w[bwd.stage]
-    f_comm, b_comm = fc[fwd.stage], bc[bwd.stage]
-    hidden = np.minimum(f_comm, b_total - b_comm) + np.minimum(b_comm, f_total - f_comm)
-    return total[0] + total[1] - hidden
-
-
 def _dependency(p, stages: int) -> tuple[str, int, int] | None:
     """Key (F/B/W, micro-batch, stage) of the pass whose output ``p`` needs (None: the first forward)."""
     if p.kind is PassKind.F:
@@ -109,56 +93,105 @@ def _key(p) -> tuple[str, int, int]:
     return ("F" if p.kind is PassKind.F else "W" if p.kind is PassKind.W else "B", p.micro_batch, p.stage)
 
 
-def execute(plan: Plan, times: PassTimes, keep_events: bool = False) -> Execution:
-    """Run ``plan`` with ``times``; :class:`ConfigError` if the order deadlocks (a plan bug)."""
-    S, p = plan.virtual_stages, plan.devices
-    *stage_arrays, p2p = times.arrays(S)
-    stage_arrays = tuple(stage_arrays)
-    n = p2p.shape[0]
-    zero = np.zeros(n)
-    done: dict[tuple[str, int, int], tuple[np.ndarray, int]] = {}
-    free = [zero] * p
-    first: list[np.ndarray | None] = [None] * p
-    busy = [zero] * p
-    position = [0] * p
-    events: list[tuple[int, Op, np.ndarray, np.ndarray]] = []
-    remaining = sum(len(o) for o in plan.orders)
-    while remaining:
-        progressed = False
-        for d in range(p):
-            order = plan.orders[d]
-            while position[d] < len(order):
-                op = order[position[d]]
-                ready = free[d]
-                blocked = False
-                for ps in op:
-                    key = _dependency(ps, S)
-                    if key is None:
-                        continue
-                    if key not in done:
-                        blocked = True
-                        break
-                    end, where = done[key]
-                    ready = np.maximum(ready, end + p2p if where != d else end)
-                if blocked:
-                    break
-                duration = _duration(op, stage_arrays)
-                end = ready + duration
-                for ps in op:
-                    done[_key(ps)] = (end, d)
-                if first[d] is None:
-                    first[d] = ready
-                busy[d] = busy[d] + duration
-                free[d] = end
-                if keep_events:
-                    events.append((d, op, ready, end))
-                position[d] += 1
-                remaining -= 1
-                progressed = True
-        if not progressed:
-            raise ConfigError(f"schedule {plan.name} deadlocked at positions {position} (inconsistent order)")
-    return Execution(plan, np.array([f if f is not None else zero for f in first]), np.array(free),
-                     np.array(busy), events)
+_KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
+
+
+@dataclass(frozen=True)
+class Program:
+    """A plan compiled for execution: its operations in one order that respects every dependency, each
+    with its device, what it waits for (operation index, whether across devices) and how its time is made
+    (``kind`` 0–3 = F, B, W, BW of ``stage``; −1 = an overlapped pair of forward ``stage`` and backward
+    ``pair_stage``)."""
+
+    ops: tuple[Op, ...]
+    device: np.ndarray
+    deps: tuple[tuple[tuple[int, bool], ...], ...]
+    kind: np.ndarray
+    stage: np.ndarray
+    pair_stage: np.ndarray
+
+
+def compile_plan(plan: Plan) -> Program:
+    """Order the plan's operations globally (each device's order kept; an operation after the ones it waits
+    for): a device that waits on a pass not yet placed resumes when that pass is placed. :class:`ConfigError`
+    if the order deadlocks (a plan bug)."""
+    S = plan.virtual_stages
+    where: dict[tuple[str, int, int], tuple[int, int]] = {}
+    waiting: dict[tuple[str, int, int], list[int]] = {}
+    position = [0] * plan.devices
+    ops, device, deps, kind, stage, pair_stage = [], [], [], [], [], []
+    queue = deque(range(plan.devices))
+    while queue:
+        d = queue.popleft()
+        order = plan.orders[d]
+        while position[d] < len(order):
+            op = order[position[d]]
+            keys = [k for k in (_dependency(ps, S) for ps in op) if k is not None]
+            missing = next((k for k in keys if k not in where), None)
+            if missing is not None:
+                waiting.setdefault(missing, []).append(d)
+                break
+            deps.append(tuple((where[k][0], where[k][1] != d) for k in keys))
+            for ps in op:
+                key = _key(ps)
+                where[key] = (len(ops), d)
+                queue.extend(waiting.pop(key, ()))
+            ops.append(op)
+            device.append(d)
+            if len(op) == 1:
+                kind.append(_KIND_INDEX[op[0].kind])
+                stage.append(op[0].stage)
+                pair_stage.append(-1)
+            else:
+                kind.append(-1)
+                stage.append(next(ps.stage for ps in op if ps.kind is PassKind.F))
+                pair_stage.append(next(ps.stage for ps in op if ps.kind is not PassKind.F))
+            position[d] += 1
+    if len(ops) != sum(len(o) for o in plan.orders):
+        raise ConfigError(f"schedule {plan.name} deadlocked at positions {position} (inconsistent order)")
+    return Program(tuple(ops), np.array(device), tuple(deps), np.array(kind), np.array(stage), np.array(pair_stage))
+
+
+def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(operations, n) durations: one pass's time, or a pair's ``F + BW − hidden``."""
+    f, b, w, fc, bc = stage_arrays
+    table = np.stack([f, b, w, b + w])  # (4, S, n)
+    single = program.kind >= 0
+    out = table[np.where(single, program.kind, 0), program.stage]
+    if not single.all():
+        pairs = np.flatnonzero(~single)
+        jf, jb = program.stage[pairs], program.pair_stage[pairs]
+        f_total, b_total = f[jf], b[jb] + w[jb]
+        hidden = np.minimum(fc[jf], b_total - bc[jb]) + np.minimum(bc[jb], f_total - fc[jf])
+        out[pairs] = f_total + b_total - hidden
+    return out
+
+
+def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
+    """Run ``plan`` with ``times`` (``program``: :func:`compile_plan` of it, when the caller caches one)."""
+    program = compile_plan(plan) if program is None else program
+    *stage_arrays, p2p = times.arrays(plan.virtual_stages)
+    durations = _durations(program, tuple(stage_arrays))
+    zero = np.zeros(p2p.shape[0])
+    free = [zero] * plan.devices
+    first: list[np.ndarray | None] = [None] * plan.devices
+    ends = np.empty_like(durations)
+    starts = np.empty_like(durations) if keep_events else None
+    for k, d in enumerate(program.device.tolist()):
+        ready = free[d]
+        for j, across in program.deps[k]:
+            ready = np.maximum(ready, ends[j] + p2p if across else ends[j])
+        if first[d] is None:
+            first[d] = ready
+        ends[k] = ready + durations[k]
+        free[d] = ends[k]
+        if starts is not None:
+            starts[k] = ready
+    busy = np.zeros((plan.devices, zero.size))
+    np.add.at(busy, program.device, durations)
+    events = ([(int(d), op, starts[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
+              if starts is not None else [])
+    return Execution(plan, np.array([x if x is not None else zero for x in first]), np.array(free), busy, events)
 
 
 def peak_in_flight(plan: Plan) -> list[float]:

@@ -46,9 +46,10 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
     pending = [deque() for _ in range(p)]
     orders: list[list[Op]] = [[] for _ in range(p)]
     left = 3 * m * S
+    remaining = [6 * m] * p  # passes each device has still to place (two chunks × F, B, W)
     blocked: set[int] = set()  # devices waiting on a pass no device has scheduled yet
     while left:
-        busy = [x for x in range(p) if x not in blocked and (pending[x] or any(next_b[j] < m for j in stages_of[x]))]
+        busy = [x for x in range(p) if remaining[x] and x not in blocked]
         if not busy:
             raise ConfigError(f"zb-v order construction stalled (p={p}, m={m})")
         d = min(busy, key=lambda x: (clock[x], x))
@@ -84,6 +85,7 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
         orders[d].append(one(kind, mb, j, 0 if j < p else 1))
         clock[d] = end
         left -= 1
+        remaining[d] -= 1
         blocked.clear()
     return tuple(tuple(o) for o in orders)
 

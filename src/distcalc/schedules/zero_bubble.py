@@ -9,10 +9,13 @@ B_k, possibly a W, then the next F; the remaining W's close the step.
   defers its W's by s micro-batches — "the starting points of W depend on the number of warm-up
   micro-batches", §2.1). Bubble ``(p − 1)(T_F + T_B − T_W)`` (Table 2), a third of 1F1B's when the three are
   equal; peak in-flight p on stage 0 (same as 1F1B).
-* ZB-H2: warm-up ``2(p − s) − 1`` forwards, W's only once the forwards are done (the sail-sg reference
-  scheduler's manual order ``fff…bfbf…bwbw…www``); with optimizer post-validation (§4) the steps tile as a
-  parallelogram and the bubble is ``(p − 1)(T_F + T_B − 2·T_W)`` — zero when the three are equal; peak
-  in-flight ``2p − 1`` on stage 0 (Table 2).
+* ZB-H2: warm-up ``2(p − s) − 1`` forwards (the extra forwards fill the start, Fig. 3 bottom), W of
+  micro-batch k − 2s right after B_k: stage s's last 2s + 1 W's close the step, so with optimizer
+  post-validation (§4) the steps tile as a parallelogram and the bubble is ``(p − 1)(T_F + T_B − 2·T_W)`` —
+  zero when the three are equal; every stage holds at most ``2p − 1`` micro-batches' activations until their
+  W (Table 2's peak, on stage 0 even counted until B). Deferring every W to the end instead (the reference
+  scheduler's ``fff…bfbf…bwbw…www`` manual order) has the same bubble but keeps up to m weight-gradient
+  inputs alive.
 
 Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_B)`` and m ≥ 2p (tests).
 """
@@ -28,7 +31,8 @@ F, B, W = PassKind.F, PassKind.B, PassKind.W
 
 def zero_bubble_order(stage: int, micro_batches: int, warm_up: int, w_delay: int | None) -> tuple[Op, ...]:
     """One stage's order: ``warm_up`` forwards, then B_k [W] F per micro-batch; with ``w_delay`` d the W of
-    micro-batch k − d follows B_k, with None the W's wait until the forwards are done."""
+    micro-batch k − d follows B_k, with None the W's wait until the forwards are done; the W's left over
+    close the step."""
     m = micro_batches
     nxt = min(warm_up, m)
     order = [one(F, k, stage) for k in range(nxt)]
@@ -81,7 +85,7 @@ class ZeroBubbleH2(PipelineSchedule):
     tiles_iterations = True
 
     def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
-        return tuple(zero_bubble_order(s, micro_batches, 2 * (devices - s) - 1, None) for s in range(devices))
+        return tuple(zero_bubble_order(s, micro_batches, 2 * (devices - s) - 1, 2 * s) for s in range(devices))
 
     def closed_form_bubble_s(self, devices, micro_batches, t_f, t_b, t_w):
         return (devices - 1) * (t_f + t_b - 2 * t_w)
