@@ -10,6 +10,11 @@ else a ready F if it holds fewer than 2p chunk activations (1F1B's p micro-batch
 (post-validation, §4) with 1F1B's peak activation memory (the Zero Bubble authors' comparison table, sail
 Hugging Face space ``description2.md``: ZB-V bubble 0, activation memory 1×, pipeline communication 2×).
 The executor then replays the order with the configuration's real times.
+
+Known gap: this order runs W only when a device has nothing else ready, so many W's wait for the end; the
+in-flight count (activations until B, the papers' M_B convention) does not count the weight-gradient
+inputs those pending W's keep (M_W ≈ M_B without FlashAttention, Qi et al. Table 1). The reference ZB-V
+scheduler places W's to keep that memory within 2p chunks; its order is not reproduced here.
 """
 
 from __future__ import annotations
