@@ -16,7 +16,8 @@ in-flight count (activations until B, the papers' M_B convention) does not count
 inputs those pending W's keep (M_W ≈ M_B without FlashAttention, Qi et al. Table 1). The reference ZB-V
 scheduler places W's to keep that memory within 2p chunks and builds its order from the profiled pass
 times; this order is built at equal times, so with unequal F/B/W its steady state idles a little every few
-micro-batches (at T_F:T_B:T_W = 1.2:1:0.8, p = 4: bubble 1.5, 2.1, 3.3 chunk-forwards for m = 8, 16, 32).
+micro-batches (chunk passes F, B, W = 0.6, 0.5, 0.4, p = 4: bubble 1.5, 2.1, 3.3 for m = 8, 16, 32, against
+a busy time of 12, 24, 48).
 """
 
 from __future__ import annotations
