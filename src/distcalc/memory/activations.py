@@ -126,9 +126,10 @@ def in_flight_micro_batches(schedule, pp, stage, vpp, num_micro_batches):
     * Zero-bubble ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, §3.1): peak memory
       ``pp·M_B`` on every stage (the same bound as 1F1B's first stage); we use ``min(pp, m)`` on every
       stage — an upper bound for stages > 0, whose deferred weight-gradient passes hold part of M_B.
-    * ZB-H2, ZB-V, DualPipe, DualPipeV: the peak counted on the executed plan
-      (:func:`distcalc.schedules.peak_in_flight_counts`, in stage units: 2p − 1 on ZB-H2's first stage,
-      p on ZB-V, PP + 1 on DualPipe, p + 1/2 on DualPipeV — the papers' tables, tests).
+    * zb-h1, ZB-H2, ZB-V, DualPipe, DualPipeV: the peak counted on the executed plan, activations held until
+      a split backward's W (:func:`distcalc.schedules.peak_in_flight_counts`, in stage units: p on every
+      ZB-H1 and ZB-V stage, 2p − 1 on every ZB-H2 stage, PP + 1 on DualPipe, p + 1/2 on DualPipeV — the
+      papers' tables, tests).
     """
     code = np.asarray(schedule)
     p, i, v, m = (np.asarray(x, dtype=float) for x in (pp, stage, vpp, num_micro_batches))

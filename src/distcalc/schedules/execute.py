@@ -195,10 +195,12 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
 
 
 def peak_in_flight(plan: Plan) -> list[float]:
-    """Per device, the most activations held at once, in units of one device's per-micro-batch share
-    (a chunk's forward adds ``chunk_fraction``, its B or BW releases it; W keeps only weight-gradient
-    inputs, counted with B as the papers do). Within an overlapped F&B pair the forward's activations
-    exist before the backward's are freed."""
+    """Per device, the most activations held at once, in units of one device's per-micro-batch share: a
+    chunk's forward adds ``chunk_fraction``; a full backward (BW) frees it; a split backward frees it only at
+    its W, because the weight gradient still needs the layer inputs (Qi et al. 2024 Table 1: after B,
+    M_W = 32·b·s·h of a layer's 34·b·s·h + 5·a·s²·b remain until W; the reference ZB-V scheduler counts
+    memory the same way). Within an overlapped F&B pair the forward's activations exist before the
+    backward's are freed."""
     peaks = []
     for order in plan.orders:
         held = peak = 0.0
@@ -206,8 +208,8 @@ def peak_in_flight(plan: Plan) -> list[float]:
             for ps in op:
                 if ps.kind is PassKind.F:
                     held += plan.chunk_fraction
-                    peak = max(peak, held)  # an overlapped pair allocates its forward before its backward frees
-                elif ps.kind is not PassKind.W:
+                    peak = max(peak, held)
+                elif ps.kind is not PassKind.B:
                     held -= plan.chunk_fraction
         peaks.append(peak)
     return peaks

@@ -1,23 +1,27 @@
-"""ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241 v2 §6; the sail-sg
-reference implementation ``zerobubble/scheduler/zbv.py``): each device holds two chunks in a V — virtual
-stage j on device j for j < p, on device 2p − 1 − j after — so a micro-batch's forward goes down the devices
-and back up, and its loss is on device 0. The backward is split into B and W.
+"""ZB-V (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", arXiv:2401.10241 v2 §6): each device holds two
+chunks in a V — virtual stage j on device j for j < p, on device 2p − 1 − j after — so a micro-batch's
+forward goes down the devices and back up, its loss is on device 0, and its backward goes down and back up
+again. The backward is split into B and W.
 
-The order is built once per (p, m) by list scheduling at equal pass times (T_F = T_B = T_W, the condition of
-the paper's handcrafted ZB-V): whenever a device is free it runs a ready B (the later virtual stage first),
-else a ready F if it holds fewer than 2p chunk activations (1F1B's p micro-batches), else a pending W
-(the oldest), else waits. Executed at equal times this gives a zero bubble once the steps tile
-(post-validation, §4) with 1F1B's peak activation memory (the Zero Bubble authors' comparison table, sail
-Hugging Face space ``description2.md``: ZB-V bubble 0, activation memory 1×, pipeline communication 2×).
-The executor then replays the order with the configuration's real times.
+The order follows the heuristic of the sail-sg reference scheduler (``zerobubble/scheduler/zbv.py``,
+re-expressed here), run once per (p, m) at equal pass times (T_F = T_B = T_W, the paper's setting) with
+activation memory counted as the scheduler does — a chunk's forward adds one unit, its W frees it — and
+capped at 2p units (1F1B's p micro-batches):
 
-Known gap: this order runs W only when a device has nothing else ready, so many W's wait for the end; the
-in-flight count (activations until B, the papers' M_B convention) does not count the weight-gradient
-inputs those pending W's keep (M_W ≈ M_B without FlashAttention, Qi et al. Table 1). The reference ZB-V
-scheduler places W's to keep that memory within 2p chunks and builds its order from the profiled pass
-times; this order is built at equal times, so with unequal F/B/W its steady state idles a little every few
-micro-batches (chunk passes F, B, W = 0.6, 0.5, 0.4, p = 4: bubble 1.5, 2.1, 3.3 for m = 8, 16, 32, against
-a busy time of 12, 24, 48).
+1. warm-up: one chunk-0 forward on every device, then, from the last device back, as many more chunk-0
+   forwards on devices 0…i as fit before device i's first chunk-1 forward arrives (keeping room for
+   2 + 2i more), then that chunk-1 forward; then the forwards are balanced down the V;
+2. 2m rounds: every device runs one backward (the leg whose input is there, the second leg first), then one
+   forward (chunk 1 when its input is there); before each, pending W's fill the wait for the input (every W
+   that ends before it arrives, and one more when the wait would exceed the worst device's bubble so far),
+   and W's are forced when the memory cap would be passed;
+3. the W's left close the step.
+
+Executed at equal times this gives a zero bubble once the steps tile (post-validation, §4) and a peak of p
+micro-batches on every device (the Zero Bubble authors' comparison table, sail Hugging Face space
+``description2.md``: ZB-V bubble 0, activation memory 1×, pipeline communication 2×). The executor then
+replays the order with the configuration's real times (at chunk F, B, W = 0.6, 0.5, 0.4 the bubble is
+(p − 1)·0.4 for every m).
 """
 
 from __future__ import annotations
@@ -25,77 +29,143 @@ from __future__ import annotations
 from collections import deque
 from functools import lru_cache
 
-from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZB_V
-from distcalc.schedules.base import Op, PassKind, PipelineSchedule, v_device
+from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 
 F, B, W = PassKind.F, PassKind.B, PassKind.W
+#: Index of a pass kind in the per-device counters (forward / backward / weight legs 0 and 1 each).
+_SLOT = {F: 0, B: 2, W: 4}
 
 
-def _ready(done: dict, key, now: float, waits: list[float]) -> bool:
-    end = done.get(key)
-    if end is not None and end > now:
-        waits.append(end)
-    return end is not None and end <= now
+class _VBuilder:
+    """Places passes on a unit-time model of the devices. A pass is (kind, leg, device, micro-batch): for F
+    leg 0 is the way down (virtual stage = device), leg 1 the way up; for B and W leg 0 is the first
+    backward leg (the way up of the forward, virtual stage 2p − 1 − device), leg 1 the second."""
+
+    def __init__(self, devices: int, micro_batches: int):
+        self.p, self.m = devices, micro_batches
+        self.end: dict[tuple[PassKind, int, int, int], float] = {}
+        self.count = [[0] * 6 for _ in range(devices)]
+        self.clock = [0.0] * devices
+        self.held = [0] * devices
+        self.bubble = [0.0] * devices
+        self.pending: list[deque[int]] = [deque() for _ in range(devices)]
+        self.orders: list[list[Op]] = [[] for _ in range(devices)]
+
+    def input_of(self, kind: PassKind, leg: int, device: int) -> tuple[PassKind, int, int, int] | None:
+        """The pass on the neighbouring device this one waits for (None: none, or a W)."""
+        micro_batch = self.count[device][_SLOT[kind] + leg]
+        if kind is W:
+            return None
+        if leg == 1 and device < self.p - 1:
+            return (kind, 1, device + 1, micro_batch)
+        if leg == 0 and device > 0:
+            return (kind, 0, device - 1, micro_batch)
+        return None
+
+    def ready(self, kind: PassKind, leg: int, device: int) -> bool:
+        source = self.input_of(kind, leg, device)
+        return source is None or source in self.end
+
+    def place(self, kind: PassKind, leg: int, device: int) -> None:
+        micro_batch = self.count[device][_SLOT[kind] + leg]
+        earliest = self.clock[device] + 1.0
+        finish = earliest
+        source = self.input_of(kind, leg, device)
+        if source is not None:
+            finish = max(finish, self.end[source] + 1.0)
+        if self.count[device][0]:
+            self.bubble[device] += finish - earliest
+        self.end[(kind, leg, device, micro_batch)] = finish
+        self.clock[device] = finish
+        self.count[device][_SLOT[kind] + leg] += 1
+        self.held[device] += 1 if kind is F else -1 if kind is W else 0
+        if kind is B:
+            self.pending[device].append(leg)
+        forward_leg = leg if kind is F else 1 - leg
+        stage = device if forward_leg == 0 else 2 * self.p - 1 - device
+        self.orders[device].append(one(kind, micro_batch, stage, forward_leg))
+
+    def weight(self, device: int) -> None:
+        self.place(W, self.pending[device].popleft(), device)
+
+    def fill_before(self, kind: PassKind, leg: int, device: int) -> None:
+        """Pending W's into the wait for this pass's input (all that end before it comes; one more when the
+        wait would exceed the worst bubble so far)."""
+        source = self.input_of(kind, leg, device)
+        if source is None:
+            return
+        while self.pending[device] and self.end[source] >= self.clock[device] + 1.0:
+            self.weight(device)
+        if self.pending[device] and self.end[source] - self.clock[device] > max(self.bubble) - self.bubble[device]:
+            self.weight(device)
+
+    def run(self) -> tuple[tuple[Op, ...], ...]:
+        p, m, count = self.p, self.m, self.count
+        cap = 2 * p
+        for i in range(p):
+            self.place(F, 0, i)
+        for i in range(p - 1, -1, -1):
+            if i < p - 1:
+                due = self.end[(F, 1, i + 1, 0)]
+                while self.held[i] + 2 + 2 * i <= cap and self.clock[i] + 1.0 <= due and count[i][0] < m:
+                    for j in range(i + 1):
+                        self.place(F, 0, j)
+            self.place(F, 1, i)
+        leg = 0
+        for i in range(1, p):
+            while count[i][0] + count[i][1] < count[i - 1][0] + count[i - 1][1] or count[i][1] <= count[i - 1][1] < m:
+                for j in range(p - 1, i - 1, -1):
+                    if count[j][leg] < m:
+                        self.place(F, leg, j)
+                leg = 1 - leg
+        for _ in range(2 * m):
+            self._backward_round()
+            self._forward_round()
+        for i in range(p):
+            while self.pending[i]:
+                self.weight(i)
+        return tuple(tuple(o) for o in self.orders)
+
+    def _backward_round(self) -> None:
+        p, m, count = self.p, self.m, self.count
+        second, first = [], []
+        for i in range(p):
+            if count[i][3] >= count[i][2]:
+                first.append(i)
+            elif i == p - 1 or self.ready(B, 1, i) or count[i][2] >= m:
+                second.append(i)
+            else:
+                first.append(i)
+        for i, leg in [(i, 1) for i in reversed(second)] + [(i, 0) for i in first]:
+            if count[i][2 + leg] < m:
+                self.fill_before(B, leg, i)
+                self.place(B, leg, i)
+
+    def _forward_round(self) -> None:
+        p, m, count = self.p, self.m, self.count
+        for i in range(p):
+            if count[i][1] >= m:
+                continue
+            if count[i][1] >= count[i][0]:
+                leg = 0
+            elif i == p - 1 or self.ready(F, 1, i):
+                leg = 1
+            elif count[i][0] < m and self.ready(F, 0, i):
+                leg = 0
+            else:
+                continue
+            while self.held[i] + 1 > 2 * p:
+                self.weight(i)
+            self.fill_before(F, leg, i)
+            self.place(F, leg, i)
 
 
 @lru_cache(maxsize=256)
 def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ...]:
     """Per-device ZB-V order (see the module docstring)."""
-    p, m, S = devices, micro_batches, 2 * devices
-    device = v_device(p)
-    stages_of = [sorted((j for j in range(S) if device(0, j) == d), reverse=True) for d in range(p)]
-    clock = [0.0] * p
-    next_f, next_b = [0] * S, [0] * S
-    done_f: dict[tuple[int, int], float] = {}
-    done_b: dict[tuple[int, int], float] = {}
-    held = [0] * p
-    pending = [deque() for _ in range(p)]
-    orders: list[list[Op]] = [[] for _ in range(p)]
-    left = 3 * m * S
-    remaining = [6 * m] * p  # passes each device has still to place (two chunks × F, B, W)
-    blocked: set[int] = set()  # devices waiting on a pass no device has scheduled yet
-    while left:
-        busy = [x for x in range(p) if remaining[x] and x not in blocked]
-        if not busy:
-            raise ConfigError(f"zb-v order construction stalled (p={p}, m={m})")
-        d = min(busy, key=lambda x: (clock[x], x))
-        now, waits, choice = clock[d], [], None
-        for j in stages_of[d]:
-            mb = next_b[j]
-            if mb < next_f[j] and _ready(done_f if j == S - 1 else done_b, (mb, j if j == S - 1 else j + 1),
-                                         now, waits):
-                choice = (B, mb, j)
-                break
-        if choice is None and held[d] < 2 * p:
-            for j in stages_of[d]:
-                mb = next_f[j]
-                if mb < m and (j == 0 or _ready(done_f, (mb, j - 1), now, waits)):
-                    choice = (F, mb, j)
-                    break
-        if choice is None and pending[d]:
-            choice = (W, *pending[d].popleft())
-        if choice is None:
-            later = [t for t in waits + clock if t > now]
-            if later:
-                clock[d] = min(later)
-            else:
-                blocked.add(d)
-            continue
-        kind, mb, j = choice
-        end = now + 1.0
-        if kind is F:
-            done_f[(mb, j)], next_f[j], held[d] = end, next_f[j] + 1, held[d] + 1
-        elif kind is B:
-            done_b[(mb, j)], next_b[j], held[d] = end, next_b[j] + 1, held[d] - 1
-            pending[d].append((mb, j))
-        orders[d].append(one(kind, mb, j, 0 if j < p else 1))
-        clock[d] = end
-        left -= 1
-        remaining[d] -= 1
-        blocked.clear()
-    return tuple(tuple(o) for o in orders)
+    return _VBuilder(devices, micro_batches).run()
 
 
 class ZeroBubbleV(PipelineSchedule):

@@ -8,7 +8,7 @@ B_k, possibly a W, then the next F; the remaining W's close the step.
 * ZB-H1: warm-up ``p − s`` forwards (1F1B's in-flight count), W of micro-batch k − s right after B_k (stage s
   defers its W's by s micro-batches — "the starting points of W depend on the number of warm-up
   micro-batches", §2.1). Bubble ``(p − 1)(T_F + T_B − T_W)`` (Table 2), a third of 1F1B's when the three are
-  equal; peak in-flight p on stage 0 (same as 1F1B).
+  equal; peak in-flight p (same as 1F1B's stage 0; every stage holds p until its W's).
 * ZB-H2: warm-up ``2(p − s) − 1`` forwards (the extra forwards fill the start, Fig. 3 bottom), W of
   micro-batch k − 2s right after B_k: stage s's last 2s + 1 W's close the step, so with optimizer
   post-validation (§4) the steps tile as a parallelogram and the bubble is ``(p − 1)(T_F + T_B − 2·T_W)`` —
