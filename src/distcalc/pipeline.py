@@ -97,9 +97,9 @@ def p2p_transfers_per_micro_batch(schedule: ArrayLike, pp: ArrayLike, vpp: Array
 # ----------------------------------------------------------------------------------------------- simulator
 @dataclass(frozen=True)
 class Event:
-    """One operation on the timeline: kind 'F', 'B' (input gradient), 'W', 'BW' (full backward) or an
-    overlapped pair 'F&BW' of micro-batch ``micro_batch`` (the pair's forward), model chunk ``chunk`` on stage
-    ``stage``, from ``start_s`` to ``end_s``."""
+    """One operation on the timeline: kind 'F', 'B' (the backward; only its input-gradient part where the
+    schedule runs W apart), 'W' or 'F&B' (DualPipe's overlapped pair; ``micro_batch`` is the forward's, ``chunk``
+    the backward's) on stage ``stage``, from ``start_s`` to ``end_s``."""
 
     stage: int
     kind: str
@@ -148,7 +148,7 @@ def simulate_schedule(schedule: int, pp: int, micro_batches: int, vpp: int = 1, 
                   keep_events=True)
     timeline = Timeline()
     for stage, op, start, end in run.events:
-        timeline.events.append(Event(stage, "&".join(ps.kind.value for ps in op), op[0].micro_batch, op[-1].chunk,
-                                     float(start[0]), float(end[0])))
+        kind = "F&B" if len(op) == 2 else "B" if op[0].kind.value == "BW" else op[0].kind.value
+        timeline.events.append(Event(stage, kind, op[0].micro_batch, op[-1].chunk, float(start[0]), float(end[0])))
     timeline.makespan_s = float(run.makespan_s[0])
     return timeline

@@ -8,7 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from distcalc.schedules import PassTimes, execute, get_schedule
+from distcalc.parallel import Schedule
+from distcalc.pipeline import simulate_schedule
+from distcalc.schedules import get_schedule
 
 #: Breakdown components drawn (key, label)
 COMPONENTS = (
@@ -21,21 +23,21 @@ MAX_TIMELINE_MICRO_BATCHES = 16
 
 
 def timeline_for(report: Any) -> tuple[Any, int]:
-    """Executed schedule of the report's pipeline (at most 16 micro-batches shown, rounded to what the
-    schedule needs): every device's operations with start and end (:mod:`distcalc.schedules`)."""
+    """Executed schedule of the report's pipeline (:func:`distcalc.pipeline.simulate_schedule`; at most 16
+    micro-batches shown, rounded to what the schedule needs: a multiple of pp interleaved, an even number of
+    at least 2·pp for DualPipe)."""
     pipe = report.pipeline
     pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
-    schedule = get_schedule(str(pipe["schedule"]))
+    code = Schedule(pipe["schedule"]).code
+    schedule = get_schedule(code)
     shown = min(int(pipe["micro_batches"]), max(MAX_TIMELINE_MICRO_BATCHES, pp))
     if schedule.name == "interleaved":
         shown = max(pp, shown - shown % pp)
     if schedule.name.startswith("dualpipe"):
         shown = max(2 * pp, shown - shown % 2)
-    plan = schedule.plan(pp, shown, vpp)
-    c = plan.chunk_fraction
     forward, backward = pipe["stage_forward_s"], pipe["stage_backward_s"]
     weight = backward / 2 if schedule.split_backward else 0.0  # W ≈ half the backward (B and W each one GEMM)
-    return execute(plan, PassTimes(c * forward, c * (backward - weight), c * weight), keep_events=True), shown
+    return simulate_schedule(code, pp, shown, vpp, forward, backward - weight, weight), shown
 
 
 def plot_analysis(report: Any, path: Path | str) -> None:
@@ -58,22 +60,21 @@ def plot_analysis(report: Any, path: Path | str) -> None:
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
 
     timeline, shown = timeline_for(report)
-    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green", "BW": "tab:red", "F&B": "tab:purple"}
+    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green", "F&B": "tab:purple"}
     hatches = ("", "//", "..", "xx")
-    for device, op, start, end in timeline.events:
-        kind = "F&B" if len(op) == 2 else op[0].kind.value
-        right.barh(device, float(end[0] - start[0]), left=float(start[0]), color=colours[kind],
-                   hatch=hatches[op[-1].chunk % len(hatches)], edgecolor="white", linewidth=0.3)
-    right.set_yticks(range(timeline.plan.devices))
+    for event in timeline.events:
+        right.barh(event.stage, event.end_s - event.start_s, left=event.start_s, color=colours[event.kind],
+                   hatch=hatches[event.chunk % len(hatches)], edgecolor="white", linewidth=0.3)
+    right.set_yticks(range(max(int(report.pipeline["stages"]), 1)))
     right.invert_yaxis()
     right.set_xlabel("seconds")
     right.set_ylabel("pipeline stage (device)")
     total = int(report.pipeline["micro_batches"])
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
-    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B input-grad, W weight-grad, "
-                    "BW full backward, F&B overlapped; hatch = chunk", fontsize=9)
-    used = sorted({("F&B" if len(op) == 2 else op[0].kind.value) for _, op, _, _ in timeline.events}, key=list(colours).index)
-    chunks = sorted({op[-1].chunk for _, op, _, _ in timeline.events})
+    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward (input-grad where W is "
+                    "apart), W weight-grad, F&B overlapped; hatch = chunk", fontsize=9)
+    used = sorted({e.kind for e in timeline.events}, key=list(colours).index)
+    chunks = sorted({e.chunk for e in timeline.events})
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in used]
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=hatches[c % len(hatches)])
                 for c in chunks if len(chunks) > 1]

@@ -48,11 +48,15 @@ def _load_file(path: Path) -> ModelSpec:
         raise ConfigError(f"cannot read model file {str(path)!r}: {error}") from error
     if not isinstance(data, dict):
         raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields")
-    name = path.parent.name if path.stem == "config" else path.stem
+    return model_from_mapping(data, path.parent.name if path.stem == "config" else path.stem)
+
+
+def model_from_mapping(data: dict[str, Any], name: str) -> ModelSpec:
+    """A model spec from an already parsed Hugging Face ``config.json`` or a mapping of :class:`ModelSpec`
+    fields (``name`` is used when the mapping has none)."""
     if _is_hf_config(data):
         return spec_from_hf_config(data, name)
-    data.setdefault("name", name)
-    return ModelSpec(**data)
+    return ModelSpec(**{"name": name, **data})
 
 
 def load_model(name_or_path: str | Path) -> ModelSpec:
@@ -69,7 +73,12 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     key = text.strip().lower().replace("_", "-")
     if key in list_models():
         return _load_preset(key)
-    raise ConfigError(
+    raise unknown_model(text)
+
+
+def unknown_model(text: str) -> ConfigError:
+    """The error for a model name that is neither a file nor a preset (it lists the presets)."""
+    return ConfigError(
         f"unknown model {text!r}: not a file and not a preset; presets: {', '.join(list_models())} "
         "(or give a Hugging Face config.json / YAML path)"
     )
