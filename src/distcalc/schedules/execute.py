@@ -80,20 +80,22 @@ class Execution:
         return self.step_s(tiles_iterations) - self.busy_s.max(axis=0)
 
 
-def _dependency(p, stages: int) -> tuple[str, int, int] | None:
-    """Key (F/B/W, micro-batch, stage) of the pass whose output ``p`` needs (None: the first forward)."""
-    if p.kind is PassKind.F:
-        return None if p.stage == 0 else ("F", p.micro_batch, p.stage - 1)
-    if p.kind is PassKind.W:
-        return ("B", p.micro_batch, p.stage)
-    return ("F", p.micro_batch, p.stage) if p.stage == stages - 1 else ("B", p.micro_batch, p.stage + 1)
-
-
-def _key(p) -> tuple[str, int, int]:
-    return ("F" if p.kind is PassKind.F else "W" if p.kind is PassKind.W else "B", p.micro_batch, p.stage)
-
-
 _KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
+_PRODUCT = {PassKind.F: 0, PassKind.B: 1, PassKind.BW: 1, PassKind.W: 2}  # what a pass makes: F, B (or BW), W
+
+
+def _keys(p, stages: int, micro_batches: int) -> tuple[int, int]:
+    """(key of what ``p`` makes, key of the output it needs or −1): integer keys (product, micro-batch, stage).
+    F of stage j needs F of j − 1; B/BW of j needs B of j + 1 (the last stage's, its own F); W needs its B."""
+    unit = micro_batches * stages
+    own = _PRODUCT[p.kind] * unit + p.micro_batch * stages + p.stage
+    if p.kind is PassKind.F:
+        need = -1 if p.stage == 0 else own - 1
+    elif p.kind is PassKind.W:
+        need = own - unit
+    else:
+        need = own - unit if p.stage == stages - 1 else own + 1
+    return own, need
 
 
 @dataclass(frozen=True)
@@ -116,8 +118,9 @@ def compile_plan(plan: Plan) -> Program:
     for): a device that waits on a pass not yet placed resumes when that pass is placed. :class:`ConfigError`
     if the order deadlocks (a plan bug)."""
     S = plan.virtual_stages
-    where: dict[tuple[str, int, int], tuple[int, int]] = {}
-    waiting: dict[tuple[str, int, int], list[int]] = {}
+    micro_batches = max(ps.micro_batch for order in plan.orders for op in order for ps in op) + 1
+    where: dict[int, tuple[int, int]] = {}
+    waiting: dict[int, list[int]] = {}
     position = [0] * plan.devices
     ops, device, deps, kind, stage, pair_stage = [], [], [], [], [], []
     queue = deque(range(plan.devices))
@@ -126,16 +129,16 @@ def compile_plan(plan: Plan) -> Program:
         order = plan.orders[d]
         while position[d] < len(order):
             op = order[position[d]]
-            keys = [k for k in (_dependency(ps, S) for ps in op) if k is not None]
-            missing = next((k for k in keys if k not in where), None)
+            keys = [_keys(ps, S, micro_batches) for ps in op]
+            missing = next((need for _, need in keys if need >= 0 and need not in where), None)
             if missing is not None:
                 waiting.setdefault(missing, []).append(d)
                 break
-            deps.append(tuple((where[k][0], where[k][1] != d) for k in keys))
-            for ps in op:
-                key = _key(ps)
-                where[key] = (len(ops), d)
-                queue.extend(waiting.pop(key, ()))
+            deps.append(tuple((where[need][0], where[need][1] != d) for _, need in keys if need >= 0))
+            for own, _ in keys:
+                where[own] = (len(ops), d)
+                if own in waiting:
+                    queue.extend(waiting.pop(own))
             ops.append(op)
             device.append(d)
             if len(op) == 1:
