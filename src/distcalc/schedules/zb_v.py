@@ -50,6 +50,7 @@ class _VBuilder:
         self.clock = [0.0] * devices
         self.held = [0] * devices
         self.bubble = [0.0] * devices
+        self.worst = 0.0  # the largest bubble so far
         self.pending: list[deque[int]] = [deque() for _ in range(devices)]
         self.orders: list[list[Op]] = [[] for _ in range(devices)]
 
@@ -77,6 +78,7 @@ class _VBuilder:
             finish = max(finish, self.end[source] + 1.0)
         if self.count[device][0]:
             self.bubble[device] += finish - earliest
+            self.worst = max(self.worst, self.bubble[device])
         self.end[(kind, leg, device, micro_batch)] = finish
         self.clock[device] = finish
         self.count[device][_SLOT[kind] + leg] += 1
@@ -98,7 +100,7 @@ class _VBuilder:
             return
         while self.pending[device] and self.end[source] >= self.clock[device] + 1.0:
             self.weight(device)
-        if self.pending[device] and self.end[source] - self.clock[device] > max(self.bubble) - self.bubble[device]:
+        if self.pending[device] and self.end[source] - self.clock[device] > self.worst - self.bubble[device]:
             self.weight(device)
 
     def run(self) -> tuple[tuple[Op, ...], ...]:
