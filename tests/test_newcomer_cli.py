@@ -417,3 +417,19 @@ def test_search_plot_colours_by_layout(tmp_path, saved_figures):
     assert result.exit_code == 0, result.output
     legend = [t.get_text() for t in saved_figures[-1].axes[0].get_legend().get_texts()]
     assert any(t.startswith("TP") for t in legend) and "Pareto front" in legend
+
+
+def test_uneven_ends_are_refused_on_executed_schedules():
+    """The executed schedules (zb-h1, zb-h2, zb-v, dualpipe, dualpipev) price equal stages: uneven ends are
+    refused there (exit 2) and not searched, while 1f1b keeps them."""
+    args = ["--model", "deepseek-v3", "--gpus", "2048", "--pp", "16", "--ep", "64", "--first-stage-layers", "4",
+            "--last-stage-layers", "1", "--global-batch", "15360", "--zero", "1", "--recompute", "full"]
+    refused = _run(["memory", *args, "--schedule", "zb-h2"])
+    assert refused.exit_code == 2 and "executed schedule zb-h2" in refused.output
+    result = _run(["search", "--model", "deepseek-v3", "--gpus", "2048", "--first-stage-layers", "4",
+                   "--last-stage-layers", "1", "--global-batch", "15360", "--schedule", "1f1b,zb-h2", "--zero", "1",
+                   "--recompute", "full", "--top", "20", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = json.loads(result.stdout)["results"]
+    assert rows and all(r["schedule"] == "1f1b" for r in rows if r["pp"] > 1)
+    assert any(r["pp"] > 1 and r["first_stage_layers"] == 4 for r in rows)

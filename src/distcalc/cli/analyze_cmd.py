@@ -11,12 +11,13 @@ from rich.table import Table
 from distcalc.analyze import ContextParallelAlgorithm, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
+    LastStageOption, ScheduleOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
-from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
@@ -172,9 +173,8 @@ def register(app: typer.Typer) -> None:
                                                             "[default: micro-batch·dp·2pp]")] = None,
         seq_len: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="tokens per sequence "
                                                        f"[default: {DEFAULTS.seq_len}]")] = None,
-        schedule: Annotated[Optional[Schedule], typer.Option(rich_help_panel=S, help=(
-            "pipeline schedule [default: interleaved when vpp > 1, else 1f1b]"))] = None,
-        dtype: Annotated[Precision, typer.Option(rich_help_panel=M, help="compute precision")] = Precision.BF16,
+        schedule: ScheduleOption = None,
+        dtype: DtypeOption = Precision.BF16,
         flash_attention: Annotated[bool, typer.Option(
             "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
             help="fused (flash) attention [default: on]")] = True,

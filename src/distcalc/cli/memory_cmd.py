@@ -9,13 +9,14 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
+    LastStageOption, ScheduleOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.memory import MemoryReport, Recipe
-from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
 from distcalc.units import format_size
 
@@ -151,9 +152,8 @@ def register(app: typer.Typer) -> None:
         global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help=(
             "sequences per step [default: micro-batch·dp·2pp]"))] = None,
         seq_len: Annotated[int, typer.Option(rich_help_panel=B, help="tokens per sequence")] = DEFAULTS.seq_len,
-        schedule: Annotated[Optional[Schedule], typer.Option(rich_help_panel=S, help=(
-            "pipeline schedule [default: interleaved when vpp > 1, else 1f1b]"))] = None,
-        dtype: Annotated[Precision, typer.Option(rich_help_panel=M, help="compute precision")] = Precision.BF16,
+        schedule: ScheduleOption = None,
+        dtype: DtypeOption = Precision.BF16,
         flash_attention: Annotated[bool, typer.Option(
             "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
             help="fused attention, no s×s scores stored [default: on]")] = True,
