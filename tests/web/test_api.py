@@ -49,6 +49,10 @@ CASES = [
                     "nccl_version": "2.18.5"}),
     ("simulate", {"kind": "all-reduce", "cluster": "dgx-h100", "gpus": 16, "size": "64MiB"}),
     ("analyze", {"model": "llama3-8b", "cluster": "dgx-h100", "gpus": 16, "tp": 8, "collective_model": "nccl"}),
+    ("memory", {"model": "llama3-8b", "tp": 8, "sequence_parallel": False, "distributed_optimizer": False}),
+    ("analyze", {"model": "deepseek-v3", "gpus": 2048, "pp": 16, "ep": 64, "first_stage_layers": 4,
+                 "last_stage_layers": 1, "global_batch": 15360, "zero": 1, "recompute": "full",
+                 "sequence_parallel": False}),
 ]
 
 

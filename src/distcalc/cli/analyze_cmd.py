@@ -160,10 +160,10 @@ def register(app: typer.Typer) -> None:
         zero: Annotated[Optional[int], typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 "
                                                     "[default: 0]")] = None,
         distributed_optimizer: Annotated[Optional[bool], typer.Option(
-            "--distributed-optimizer", rich_help_panel=P, show_default=False,
+            "--distributed-optimizer/--no-distributed-optimizer", rich_help_panel=P, show_default=False,
             help="Megatron distributed optimizer")] = None,
         sequence_parallel: Annotated[Optional[bool], typer.Option(
-            "--sequence-parallel", rich_help_panel=P, show_default=False,
+            "--sequence-parallel/--no-sequence-parallel", rich_help_panel=P, show_default=False,
             help="Megatron sequence parallelism")] = None,
         recompute: Annotated[Optional[Recompute], typer.Option(rich_help_panel=S, help="activation "
                                                                "recomputation [default: none]")] = None,

@@ -144,9 +144,11 @@ def register(app: typer.Typer) -> None:
         vpp: Annotated[int, typer.Option(rich_help_panel=S, help="interleaved chunks per pipeline stage")] = 1,
         zero: Annotated[int, typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 over dp·cp")] = 0,
         distributed_optimizer: Annotated[bool, typer.Option(
-            "--distributed-optimizer", rich_help_panel=P, help="Megatron distributed optimizer (= ZeRO-1)")] = False,
+            "--distributed-optimizer/--no-distributed-optimizer", rich_help_panel=P, show_default=False,
+            help="Megatron distributed optimizer (= ZeRO-1) [default: off]")] = False,
         sequence_parallel: Annotated[bool, typer.Option(
-            "--sequence-parallel", rich_help_panel=P, help="Megatron sequence parallelism")] = False,
+            "--sequence-parallel/--no-sequence-parallel", rich_help_panel=P, show_default=False,
+            help="Megatron sequence parallelism [default: off]")] = False,
         recompute: Annotated[Recompute, typer.Option(rich_help_panel=S, help="activation recomputation")] = Recompute.NONE,
         micro_batch: Annotated[int, typer.Option(rich_help_panel=B, help="sequences per micro-batch")] = DEFAULTS.micro_batch,
         global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help=(
