@@ -74,8 +74,8 @@ def plot_analysis(report: Any, path: Path | str) -> None:
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
     used = sorted({e.kind for e in timeline.events}, key=list(colours).index)  # no W legend without W
     chunks = sorted({e.chunk for e in timeline.events})
-    names = {"F": "F forward", "B": "B backward (input-grad where W is apart)", "W": "W weight-grad",
-             "F&B": "F&B overlapped"}
+    names = {"F": "F forward", "B": "B backward (input-grad)" if "W" in used else "B backward",
+             "W": "W weight-grad", "F&B": "F&B overlapped"}
     right.set_title(wrap_title(f"{report.pipeline['schedule']} schedule{note}: " + ", ".join(names[k] for k in used)
                                + ("; hatch = chunk" if len(chunks) > 1 else ""), 90), fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in used]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.plots import seconds_log_axis
 from distcalc.units import GIB
 
 #: Layouts drawn in their own colour (the rest grey): the ones holding the fastest configurations.
@@ -48,7 +49,8 @@ def plot_search(result: Any, path: Path) -> None:
     usable = result.gpu_memory_bytes * (1 - result.headroom) / GIB
     ax.axvline(usable, color="red", ls="--", lw=1, label=f"usable memory ({100 * (1 - result.headroom):g}%)")
     ax.set_yscale("log")
-    ax.set_ylabel("step time (s)")
+    seconds_log_axis(ax.yaxis)
+    ax.set_ylabel("step time")
     ax.set_xlabel("memory per GPU, worst stage (GiB)")
     ax.set_title(f"{result.model} on {result.cluster}: {len(step):,} feasible configurations", loc="left")
     ax.legend(fontsize=7, loc="upper right", ncol=2, title="layout (TP·PP·CP)", title_fontsize=7)
