@@ -1,7 +1,7 @@
 """Accelerator specifications (memory, HBM bandwidth, dense peak FLOP/s per dtype) and their presets.
 
 Presets live in ``presets/gpus.yaml``; each number there cites its datasheet. Peak FLOP/s are dense
-(no structured sparsity). Sizes are bytes, rates bytes/s, FLOP/s per second (design.md §2).
+(no structured sparsity). Sizes are bytes, rates bytes/s, FLOP/s per second (docs/design.md §2).
 """
 
 from __future__ import annotations

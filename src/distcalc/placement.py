@@ -6,7 +6,7 @@ rank = tp_i + tp·(cp_i + cp·(dp_i + dp·pp_i)); a group of dimension X is ``si
 cp×dp ranks (Megatron-Core): an EP group is ``ep`` consecutive ranks of that space (stride of its inner
 dimension). Ranks fill nodes in order: rank r is GPU ``r mod g`` of node ``⌊r/g⌋``.
 
-Topology of a group (design.md §5), members counted per node:
+Topology of a group (docs/design.md §5), members counted per node:
 
 * all members in one node → the node's fabric: ``switch`` (NVSwitch, B = NVLink per direction) or, on a
   TPU torus node, the sub-grid the members occupy: a torus along every full axis, a mesh along partial

@@ -9,7 +9,7 @@ depend on the configuration. A message that does not occur for a configuration h
 (e.g. AllReduce when sequence parallelism replaces it by AllGather + ReduceScatter, or any message of a
 dimension of degree 1). :func:`nonzero` drops those for reports.
 
-Conventions (``../shared/design.md`` §2): ``M`` follows nccl-tests — AllReduce: the buffer; ReduceScatter:
+Conventions (docs/design.md §2): ``M`` follows nccl-tests — AllReduce: the buffer; ReduceScatter:
 the input (N × output shard); AllGather: the output (N × input shard); AllToAll: the per-rank send buffer;
 Send/Recv: the message. Symbols: ``b`` micro-batch (sequences), ``s`` sequence length, ``h`` hidden size,
 ``e`` bytes per activation element (2 for bf16/fp16), ``t`` tensor-parallel degree.

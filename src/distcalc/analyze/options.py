@@ -21,7 +21,7 @@ class ContextParallelAlgorithm(str, Enum):
 class AnalyzeOptions(BaseModel):
     """Software behaviour the step time depends on. Defaults describe Megatron-LM (Megatron-Core) runs:
 
-    * ``rank_order`` ``tp-cp-dp-pp``: Megatron's rank layout, TP innermost (design.md §5).
+    * ``rank_order`` ``tp-cp-dp-pp``: Megatron's rank layout, TP innermost (docs/design.md §5).
     * ``overlap_grad_reduce`` True: gradient ReduceScatter/AllReduce overlapped with the backward pass of the
       last micro-batch (Megatron-Core ``--overlap-grad-reduce``); ``overlap_param_gather`` True: the
       distributed optimizer's parameter AllGather overlapped with the next forward. Set both False for

@@ -8,7 +8,7 @@ of all sizes of one collective are interleaved by default (``interleave``; nccl-
 size, with ``interleave=False``). Defaults ``warmup = 5``, ``trials = 20``
 mirror nccl-tests' ``warmup_iters = 5`` and ``iters = 20`` (``src/common.cu``).
 
-- ``algbw = M / t`` with M in the NCCL convention (design.md §2, nccl-tests ``doc/PERFORMANCE.md``);
+- ``algbw = M / t`` with M in the NCCL convention (docs/design.md §2, nccl-tests ``doc/PERFORMANCE.md``);
 - ``busbw = algbw × factor(N)`` with the published factors (nccl-tests ``src/*.cu`` ``*GetBw``; the table is
   shipped as ``data/validation/nccl_tests_busbw_factors.csv``);
 - sizes are rounded down to a multiple of ``element size × N`` (nccl-tests divides the buffer into N equal

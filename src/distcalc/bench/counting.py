@@ -1,7 +1,7 @@
 """Count every collective call a training step makes: calls and bytes, in the NCCL ``M`` convention.
 
 :class:`CountingComm` forwards to ``torch.distributed`` and records, per (operation, tag), how many calls the
-rank made and how many bytes they carried. Bytes follow design.md §2 (NCCL / nccl-tests ``M``):
+rank made and how many bytes they carried. Bytes follow docs/design.md §2 (NCCL / nccl-tests ``M``):
 
 ====================  =============================================================
 operation             M
@@ -16,7 +16,7 @@ send / recv           the message (``send`` counts what this rank sends, ``recv`
 
 Source: nccl-tests ``doc/PERFORMANCE.md`` and ``src/{all_reduce,reduce_scatter,all_gather,alltoall,
 sendrecv}.cu`` (``count*typesize`` / ``count*typesize*nranks``), as summarised in
-``/work/shared/spec/collectives.md`` §3.
+docs/spec/collectives.md §3.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class CountingComm:
 
     # -- bookkeeping --------------------------------------------------------------------------------------
     def _record(self, op: CommOp, size_bytes: int, tag: str, group: Any = None) -> None:
-        """Count one call. A group of one rank sends nothing (design.md §2: N = 1 costs 0), so its calls —
+        """Count one call. A group of one rank sends nothing (docs/design.md §2: N = 1 costs 0), so its calls —
         which torch still makes, as local copies — are not counted, as distcalc predicts none."""
         if self._dist.get_world_size(group) < 2:
             return

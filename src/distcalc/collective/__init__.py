@@ -1,13 +1,13 @@
 """Collective communication costs (α-β model) on the topologies of :mod:`distcalc.topology`.
 
-Public API (design.md §3)::
+Public API (docs/design.md §3)::
 
     from distcalc.collective import CollectiveKind, Algorithm, CollectiveCost, collective_cost, \
         collective_costs, valid_algorithms, lower_bound, collective_latency_and_volume
 
 Formulas live in :mod:`.flat` (switch and ring, spec F01–F29), :mod:`.grid` (torus/mesh, T01–T13),
 :mod:`.hierarchical` (H01–H06), :mod:`.fat_tree` (tree topology, X01–X03) and :mod:`.nccl_model` (H07/H08);
-:mod:`.registry` maps each (collective × topology) to its algorithms; :mod:`.bounds` gives spec §3's bounds.
+:mod:`.registry` maps each (collective × topology) to its algorithms; :mod:`.bounds` gives docs/spec/collectives.md §3's bounds.
 """
 
 from distcalc.collective.bounds import LowerBound, lower_bound, ports_per_gpu

@@ -1,4 +1,4 @@
-"""Lower bounds on collective time (spec collectives.md §3), adjusted for ports, in-network reduction and
+"""Lower bounds on collective time (docs/spec/collectives.md §3), adjusted for ports, in-network reduction and
 bisection.
 
 Model: the α-β model of the cost formulas. The bound is latency bound + bandwidth bound, where

@@ -1,10 +1,10 @@
-"""Leaf-spine fat tree (``TopologyKind.TREE``) adjustments, spec collectives.md §2.5 (X01–X03, all [D]).
+"""Leaf-spine fat tree (``TopologyKind.TREE``) adjustments, docs/spec/collectives.md §2.5 (X01–X03, all [D]).
 
 Setup (spec A12): one NIC of B per GPU to a leaf switch, n_l GPUs per leaf, leaf uplinks oversubscribed s:1
 (uplink capacity n_l·B/s per direction), ranks placed leaf-contiguously, perfect ECMP. A step in which c of a
 leaf's n_l ranks send across the spine runs at max(1, s·c/n_l) times its switch time. Each function returns
 the *extra* bandwidth time over the ideal-switch formula as a coefficient of M/B, so tree cost = switch cost
-+ coefficient·M/B; with one leaf or s = 1 every coefficient is 0 (the ideal switch, spec §2.5).
++ coefficient·M/B; with one leaf or s = 1 every coefficient is 0 (the ideal switch, docs/spec/collectives.md §2.5).
 
 A partly filled last leaf (``distcalc.topology.build.tree_leaf_size``: N not a multiple of n_l, n_l a power
 of two, so every leaf starts at a multiple of n_l) is the same leaf switch with fewer GPUs plugged in: its

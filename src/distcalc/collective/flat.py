@@ -3,7 +3,7 @@
 Symbols: N ranks, M bytes (NCCL convention, see :mod:`distcalc.collective.types`), B per-link per-direction
 bandwidth (B/s), α per-step latency (s), f = (N−1)/N, L = ⌈log2 N⌉, p' = 2^⌊log2 N⌋. γ = 0.
 Every function returns :class:`~distcalc.collective.types.Terms` and works elementwise on NumPy arrays of M.
-IDs (F01 …) are those of the spec (collectives.md §2.1/2.2) and of ``tests/data/reference_cases.csv``.
+IDs (F01 …) are those of the spec (docs/spec/collectives.md §2.1/2.2) and of ``tests/data/reference_cases.csv``.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def ring_reduce_scatter(n: int, m: Any, b: float, a: float) -> Terms:
 
 def bidirectional_ring_allreduce(n: int, m: Any, b: float, a: float) -> Terms:
     """F02 two counter-rotating rings (M/2 each) on a physical ring with two neighbour links per GPU:
-    2(N−1)α + f·M/B; sends 2f·M. N = 2 has one link pair, so it falls back to F01. Source: [D] spec §2.1."""
+    2(N−1)α + f·M/B; sends 2f·M. N = 2 has one link pair, so it falls back to F01. Source: [D] docs/spec/collectives.md §2.1."""
     if n <= 2:
         return ring_allreduce(n, m, b, a)
     f = (n - 1) / n
@@ -99,7 +99,7 @@ def double(terms: Terms) -> Terms:
 def recursive_doubling_allreduce(n: int, m: Any, b: float, a: float) -> Terms:
     """F13 recursive doubling AllReduce: log2N(α + M/B); sends log2N·M. Non-power-of-two N folds to p' with a
     pre- and post-step: (⌊log2N⌋+2)(α + M/B), sends (⌊log2N⌋+1)·M. Source: MPICH allreduce.c "Cost = lgp.alpha
-    + n.lgp.beta + n.lgp.gamma" [V]; spec §4.7."""
+    + n.lgp.beta + n.lgp.gamma" [V]; docs/spec/collectives.md §4.7."""
     lg = floor_log2(n)
     if is_pow2(n):
         return simple(lg, a, lg * m / b, lg * m)

@@ -1,4 +1,4 @@
-"""α-β formulas for multi-dimensional torus and mesh topologies (spec collectives.md §2.3, T01–T13).
+"""α-β formulas for multi-dimensional torus and mesh topologies (docs/spec/collectives.md §2.3, T01–T13).
 
 Symbols: dimensions n_i (size-1 dimensions dropped), N = Πn_i, M bytes, B per link per direction, α per step.
 s_i = ⌊n_i/2⌋ steps for a wraparound dimension with n_i ≥ 3, else n_i − 1; B_i^eff = 2B for a wraparound
@@ -41,7 +41,7 @@ def sequential_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
                               allgather: bool = False) -> Terms:
     """T03 (torus) and the mesh-line analogue: RS one dimension at a time (AG in reverse order, same cost):
     Σ s_i·α + Σ (n_i−1)/n_i·D_i/B_i^eff; sends f·M. The dimension order minimising the bandwidth term is used
-    (spec §4.6: it matters when dimensions differ; ties keep the ascending axis order); steps are order
+    (docs/spec/collectives.md §4.6: it matters when dimensions differ; ties keep the ascending axis order); steps are order
     independent. ``allgather`` only changes
     the bytes sent on mesh lines (interior GPUs forward both ways, see ``_sent_fraction``).
     Source: scaling-book sharding.md L305-317 per axis; ASTRA-sim Sys.cc L768-787 (ascending dimension
@@ -64,7 +64,7 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
                               allgather: bool = False) -> Terms:
     """T04/T12 (torus) and T08's RS half (mesh): the data is split into k = #dims parts, part p visiting the
     dimensions in the order rotated by p, so every phase keeps all 2k ports busy. Phase j costs
-    max_p [s_d·α] and max_p [(n_d−1)/n_d·(D_p/k)/B_d^eff] (phase-synchronous, spec §7). Equal dimensions:
+    max_p [s_d·α] and max_p [(n_d−1)/n_d·(D_p/k)/B_d^eff] (phase-synchronous, docs/spec/collectives.md §7). Equal dimensions:
     Σ s_i·α + f·M/(2kB). The cyclic base order with the smallest bandwidth term is used. Sends f·M (AllGather
     on mesh lines: more, see ``_sent_fraction``).
     Source: scaling-book sharding.md L337-343 ("increases the available bandwidth by a factor of n_axes") [V];
@@ -112,7 +112,7 @@ def grid_alltoall(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool) -
 
 def has_hamiltonian_cycle(dims: Sequence[int], wrap: bool) -> bool:
     """Torus: always (N ≥ 2). Mesh: iff N is even and at least two dimensions are ≥ 2 (a grid graph is
-    bipartite; spec §4.8), or N = 2 (one link pair used both ways)."""
+    bipartite; docs/spec/collectives.md §4.8), or N = 2 (one link pair used both ways)."""
     total = 1
     for n in dims:
         total *= n

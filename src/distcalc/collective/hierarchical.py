@@ -1,4 +1,4 @@
-"""Two-level hierarchical formulas (spec collectives.md §2.4, H01–H06): g GPUs per node on an NVLink switch
+"""Two-level hierarchical formulas (docs/spec/collectives.md §2.4, H01–H06): g GPUs per node on an NVLink switch
 (B1 per GPU per direction, α1), n nodes on a rail-optimised network with one NIC per GPU (B2, α2); N = g·n.
 Each function takes ``(g, n, m, b1, a1, b2, a2)`` and returns :class:`~distcalc.collective.types.Terms`
 (elementwise in M). With n = 1 they reduce to the single-switch formulas on (B1, α1).

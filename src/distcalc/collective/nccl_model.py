@@ -1,5 +1,5 @@
 """NCCL's own AllReduce cost model (v2.30.7 ``src/graph/tuning.cc``), Ring and Tree with the Simple protocol,
-Hopper constants, 16 channels — spec collectives.md §5 and CSV rows H07/H08 (assumption A11).
+Hopper constants, 16 channels — docs/spec/collectives.md §5 and CSV rows H07/H08 (assumption A11).
 
 time = latency + M / algBw, with busBw = B1 on one node and min(B1, g·B2) across nodes (A11 takes g·B2: an
 assumption of the worked numbers, not NCCL's topology search; the cap keeps the model above the lower bound). These are model outputs of NCCL's tuner, not measurements; the

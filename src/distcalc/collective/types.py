@@ -1,6 +1,6 @@
 """Shared types of the collective cost model: collective kinds, algorithm names, the cost record.
 
-Conventions (design.md §2, spec collectives.md §1/§4): M (``size_bytes``) follows NCCL/nccl-tests
+Conventions (docs/design.md §2, docs/spec/collectives.md §1/§4): M (``size_bytes``) follows NCCL/nccl-tests
 (AllReduce/Broadcast/Reduce: the buffer; ReduceScatter: the input; AllGather: the output; Gather: the root's
 output; Scatter: the root's input; AllToAll: the per-rank send buffer incl. the self block). B is per link per
 direction, α the cost of one step. γ (reduction cost) is taken as 0, as in the spec's worked numbers (A1).
@@ -159,7 +159,7 @@ def simple(steps: Any, alpha_s: float, bw_term_s: Any, sent_bytes: Any) -> Terms
 
 
 def zero_terms(m: Any) -> Terms:
-    """N = 1: every collective costs 0 (spec §4.7; NCCL tuning.cc L261)."""
+    """N = 1: every collective costs 0 (docs/spec/collectives.md §4.7; NCCL tuning.cc L261)."""
     zero = m * 0.0
     return Terms(0 if np.ndim(m) == 0 else np.zeros(np.shape(m), dtype=int), zero, zero, zero)
 

@@ -45,7 +45,7 @@ def default_segments(depth_steps: int, size_bytes: float, topo: Topology) -> int
 
 def make_plan(kind: str, algorithm: str, topo: Topology, segments: int, pick=None) -> Plan:
     n = topo.gpus
-    if n == 1:  # every collective on one GPU is a no-op (spec §4.7)
+    if n == 1:  # every collective on one GPU is a no-op (docs/spec/collectives.md §4.7)
         return Plan(Rows.empty(), 1)
     if topo.kind in (TopologyKind.SWITCH, TopologyKind.TREE):
         return switch_plan(kind, algorithm, n, segments)

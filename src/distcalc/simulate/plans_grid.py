@@ -41,7 +41,7 @@ def snake_path(shape: tuple[int, ...]) -> np.ndarray:
 
 def axes_by_bandwidth(shape: tuple[int, ...], wrap: bool) -> list[int]:
     """Axes of size > 1, fastest effective bandwidth first (2B on a wraparound axis ≥ 3, else B): the order
-    that minimises Σ (n_i−1)/n_i·D_i/B_i (exchange argument: i before j iff B_i ≥ B_j; spec §4.6)."""
+    that minimises Σ (n_i−1)/n_i·D_i/B_i (exchange argument: i before j iff B_i ≥ B_j; docs/spec/collectives.md §4.6)."""
     axes = [a for a, size in enumerate(shape) if size > 1]
     return sorted(axes, key=lambda a: -(2 if wrap and shape[a] >= 3 else 1))
 

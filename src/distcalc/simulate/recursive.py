@@ -13,7 +13,7 @@ The matchings must make these unions disjoint and cover all ranks (checked). Thi
 
 AllGather is the time-reversed ReduceScatter (recursive doubling). Non-power-of-two N folds to
 p' = 2^⌊log2 N⌋ as MPICH does: rank 2i+1 (i < N − p') first sends its whole buffer to rank 2i, which reduces
-it, and gets its result back at the end (spec §4.7).
+it, and gets its result back at the end (docs/spec/collectives.md §4.7).
 """
 
 from __future__ import annotations

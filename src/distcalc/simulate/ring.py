@@ -6,7 +6,7 @@ hop per step towards j, where it is reduced into j's own data. Chains are *end-a
 the phase's last step, which keeps one message per directed link per step (checked by the simulator's
 link loads, not assumed). AllGather is the same schedule time-reversed with copies (:meth:`Rows.reversed`).
 
-Ring modes (spec collectives.md §2.1, §2.3):
+Ring modes (docs/spec/collectives.md §2.1, §2.3):
 
 * ``UNI``: unidirectional ring, n−1 steps, one chain of n−1 hops per target (F01/F04/F05; MPICH
   ``red_scat.c`` / ``allgather.c``; NCCL ring).
@@ -78,7 +78,7 @@ def ring_steps(n: int, mode: RingMode) -> int:
 
 
 def effective_mode(n: int, mode: RingMode) -> RingMode:
-    """A group of 2 has a single link pair: every mode degenerates to the unidirectional ring (spec §4.3)."""
+    """A group of 2 has a single link pair: every mode degenerates to the unidirectional ring (docs/spec/collectives.md §4.3)."""
     return RingMode.UNI if n == 2 and mode != RingMode.LINE else mode
 
 

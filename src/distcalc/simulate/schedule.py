@@ -15,7 +15,7 @@ Buffer layout (what :mod:`distcalc.simulate.execute` checks), with ``parts = chu
 
 * AllReduce, Broadcast, Reduce: the whole buffer (M bytes) is ``chunks`` chunks of ``M/chunks`` bytes.
 * ReduceScatter, AllGather, Gather, Scatter: chunk ``c`` belongs to shard ``c // parts``; rank ``r``'s
-  shard is ``r`` (NCCL layout). M is the full buffer (RS input, AG output; design.md §2).
+  shard is ``r`` (NCCL layout). M is the full buffer (RS input, AG output; docs/design.md §2).
 * All-to-All: ``chunks = gpus·gpus·p``; chunk ``c`` is part ``c % p`` of the block that rank
   ``(c // p) // gpus`` sends to rank ``(c // p) % gpus``; M is one rank's send buffer, so a chunk is
   ``M/(gpus·p)`` bytes.

@@ -3,7 +3,7 @@
     T = Σ_s [ α_s + max_l (bytes_{s,l} / B_l) ]
 
 α_s is the latency of the slowest transfer of step s (:mod:`.route`); links are full duplex, so the two
-directions of a wire are separate links. This is the spec's cost model (collectives.md §1: "Time = number of
+directions of a wire are separate links. This is the spec's cost model (docs/spec/collectives.md §1: "Time = number of
 sequential steps·α + bytes crossing the busiest port or link / B"), applied step by step to the real traffic
 instead of to a closed form. Reductions are free (γ = 0, as in the collective library).
 """

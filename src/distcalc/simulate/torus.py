@@ -1,6 +1,6 @@
 """Multi-dimensional schedules on a grid of ranks (rank = x0 + n0·(x1 + n1·x2), dimension 0 fastest).
 
-Used for torus and mesh (spec §2.3: T01-T04, T06-T08, T10-T12) and for two-level clusters, which are the
+Used for torus and mesh (docs/spec/collectives.md §2.3: T01-T04, T06-T08, T10-T12) and for two-level clusters, which are the
 2-axis grid (local GPU, node) with a ring on each axis (H01, H04, H05).
 
 A ReduceScatter phase along axis a runs a ring/line ReduceScatter (:mod:`distcalc.simulate.ring`) in every
@@ -97,7 +97,7 @@ def concurrent_reduce_scatter_rows(shape: tuple[int, ...], base: list[int], mode
 
 
 def snake_cycle(shape: tuple[int, ...]) -> np.ndarray:
-    """A Hamiltonian cycle of a grid with N even and ≥ 2 axes of size ≥ 2 (spec §4.8): row 0 left to right,
+    """A Hamiltonian cycle of a grid with N even and ≥ 2 axes of size ≥ 2 (docs/spec/collectives.md §4.8): row 0 left to right,
     rows 1 … R−1 snaking over columns 1 … a−1, column 0 back up. "Rows" are a snake over the other axes, so
     consecutive rows are neighbours; the axes are swapped so that the row count is even."""
     axes = [a for a, s in enumerate(shape) if s > 1]

@@ -1,6 +1,6 @@
 """Network topologies that collectives run on: ring, tree, switch, hierarchical, mesh, torus.
 
-Conventions (design.md §2, spec collectives.md §4):
+Conventions (docs/design.md §2, docs/spec/collectives.md §4):
 
 * ``bandwidth_bytes_per_s`` (B) is per link, **per direction**; every link is full duplex and is listed
   once per direction by :meth:`Topology.links`.
@@ -39,7 +39,7 @@ Topology kinds:
   ``latency_s``), nodes joined by a rail-optimised InfiniBand network with one NIC per GPU (B2 =
   ``inter_bandwidth_bytes_per_s``, α2 = ``inter_latency_s``).
 * ``MESH``: 2D/3D grid without wraparound. ``TORUS``: 1D/2D/3D with wraparound. A dimension of size 2 has
-  one link per direction (both neighbours are the same GPU); size 1 is absent (spec §4.4).
+  one link per direction (both neighbours are the same GPU); size 1 is absent (docs/spec/collectives.md §4.4).
 """
 
 

@@ -59,7 +59,7 @@ def parse_shape(text: str) -> tuple[int, ...]:
 
 
 def most_square_shape(gpus: int, ndims: int = 2) -> tuple[int, ...]:
-    """Default mesh/torus shape (spec §4.6): 2D n_y = largest divisor ≤ √N, n_x = N/n_y (n_x ≥ n_y);
+    """Default mesh/torus shape (docs/spec/collectives.md §4.6): 2D n_y = largest divisor ≤ √N, n_x = N/n_y (n_x ≥ n_y);
     3D: n_x ≥ n_y ≥ n_z, minimising n_x, then n_y. Prime N degenerates to N×1 (1D)."""
     if ndims == 1:
         return (gpus,)
@@ -101,7 +101,7 @@ class Topology:
     # ----------------------------------------------------------------- derived shape facts
     @property
     def dims(self) -> tuple[int, ...]:
-        """Mesh/torus/ring dimensions with size-1 dimensions removed (spec §4.4: size 1 is absent)."""
+        """Mesh/torus/ring dimensions with size-1 dimensions removed (docs/spec/collectives.md §4.4: size 1 is absent)."""
         return tuple(d for d in (self.shape or ()) if d > 1)
 
     @property
@@ -231,7 +231,7 @@ class Topology:
 
     @property
     def bisection_bandwidth_bytes_per_s(self) -> float:
-        """Per-direction bandwidth across the worst even cut (spec §3): torus 2·N/max(n_i)·B (1·… for a
+        """Per-direction bandwidth across the worst even cut (docs/spec/collectives.md §3): torus 2·N/max(n_i)·B (1·… for a
         largest dimension of 2), mesh N/max(n_i)·B, ring 2B, switch (N/2)·B, tree min((N/2)·B, (N/2)·B/s),
         hierarchical (N/2)·B2 across nodes or (g/2)·B1 inside one node."""
         n, bw = self.gpus, self.bandwidth_bytes_per_s
