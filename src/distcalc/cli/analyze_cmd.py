@@ -10,9 +10,11 @@ from rich.table import Table
 
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
 from distcalc.calibration import load_calibration
+from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_report, handle_errors, parse_or_exit
 from distcalc.cluster import load_cluster
 from distcalc.model import load_model
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
@@ -158,6 +160,12 @@ def register(app: typer.Typer) -> None:
                                   "tier (replacing η·B) and GEMM efficiency")] = None,
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes."""
+        check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, gpus_per_node=gpus_per_node,
+                                    micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len))
+        check_float(tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
         given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
                  "distributed_optimizer": distributed_optimizer, "sequence_parallel": sequence_parallel,
                  "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch,

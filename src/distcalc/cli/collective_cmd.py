@@ -9,13 +9,16 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
 from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
 from distcalc.collective import (
     Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
     valid_algorithms,
 )
 from distcalc.collective.busbw import algbw_busbw
-from distcalc.errors import AlgorithmError, DistcalcError, TopologyError
+from distcalc.errors import AlgorithmError, ConfigError, DistcalcError, TopologyError
+from distcalc.inputs import excerpt
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.topology import Topology, TopologyKind, make_topology
 from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_size_range, parse_time
@@ -172,6 +175,11 @@ def collective_command(
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
     kind_name = _parse_cli_kind(kind)
+    check_topology_options(gpus, gpus_per_node, oversubscription)
+    if kind_name == SEND_RECV:
+        check_send_recv(gpus, src, dst)
+    if plot:
+        check_output_path(plot, "--plot", PLOT_SUFFIXES)
     sizes = parse_or_exit(parse_size_range, size, "--size")
     topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
                           intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
@@ -199,13 +207,30 @@ def collective_command(
         console.print(f"plot written to {plot}")
 
 
+def check_topology_options(gpus: int, gpus_per_node: Optional[int], oversubscription: float,
+                           max_gpus: int = MAX_GPUS) -> None:
+    """Up-front ranges of the shared topology options (``max_gpus``: the command's own cap)."""
+    check_ranges([("--gpus", gpus, 1, max_gpus), *gpu_rules(gpus_per_node=gpus_per_node)])
+    check_float(oversubscription, "--oversubscription", 1.0, float(MAX_GPUS))
+
+
+def check_send_recv(gpus: int, src: int, dst: int) -> None:
+    """send-recv moves data between two different ranks of the N GPUs."""
+    if gpus < 2:
+        raise ConfigError(f"send-recv needs at least 2 GPUs, got --gpus {gpus}")
+    check_ranges([("--src", src, 0, gpus - 1), ("--dst", dst, 0, gpus - 1)])
+    if src == dst:
+        raise ConfigError(f"send-recv --src {src} --dst {dst}: source and destination must be different ranks "
+                          f"in 0..{gpus - 1}")
+
+
 def _parse_cli_kind(text: str) -> str:
     if text.strip().lower() in (SEND_RECV, "sendrecv", "send_recv", "p2p"):
         return SEND_RECV
     try:
         return parse_kind(text).value
     except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
 
 
 def _payload(kind: str, topo: Topology, per_size: list, bounds: list, plot: Optional[str]) -> dict:
@@ -247,6 +272,7 @@ def topologies_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
 ) -> None:
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
+    check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))
     entries = []
     for kind in TopologyKind:
         extra = {"gpus_per_node": gpus_per_node} if kind in (TopologyKind.HIERARCHICAL, TopologyKind.TREE) else {}

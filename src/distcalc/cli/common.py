@@ -45,6 +45,9 @@ def handle_errors(function: F) -> F:
             return function(*args, **kwargs)
         except DistcalcError as error:
             fail(str(error))
+        except OSError as error:  # a file the user named cannot be read or written (disk full, no access)
+            where = f"{error.filename}: " if getattr(error, "filename", None) else ""
+            fail(f"{where}{error.strerror or error}")
         except ImportError as error:  # an optional extra is missing (matplotlib, torch)
             fail(f"{error}. Install the matching extra, e.g. pip install 'distcalc[plot]' or 'distcalc[bench]'")
         except Exception as error:  # pydantic.ValidationError without importing pydantic here

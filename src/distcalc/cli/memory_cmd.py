@@ -8,10 +8,12 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_report, handle_errors
 from distcalc.hardware import load_gpu
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.model import load_model
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.units import format_size, parse_size
 
@@ -142,6 +144,11 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[Path], typer.Option(help="write a stacked bar chart per stage (PNG)")] = None,
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
+        check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, micro_batch=micro_batch,
+                                    global_batch=global_batch, seq_len=seq_len))
+        check_float(allocator_reserve, "--allocator-reserve", 0.0, 0.99)
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
         spec = load_model(model)
         device = load_gpu(gpu) if gpu else None
         config = ParallelConfig(

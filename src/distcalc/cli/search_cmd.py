@@ -10,10 +10,12 @@ import typer
 from rich.table import Table
 
 from distcalc.calibration import load_calibration
+from distcalc.cli.checks import MAX_GPU_COUNTS, check_float, check_gpu_counts, check_ranges, training_rules
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.cluster import load_cluster
 from distcalc.errors import ConfigError
 from distcalc.model import load_model
+from distcalc.outputs import CSV_SUFFIXES, check_output_path
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
@@ -173,12 +175,19 @@ def register(app: typer.Typer) -> None:
             "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
+        # below 1 the search names the field itself (global_batch / seq_len); here: the upper ends
+        check_ranges([*training_rules(global_batch=max(global_batch, 1), seq_len=max(seq_len, 1)),
+                      ("--top", top, 1, 1_000_000)])
+        check_float(headroom, "--headroom", 0.0, 0.99)
+        if output is not None:
+            check_output_path(output, "--output", CSV_SUFFIXES)
         spec = load_model(model)
         cluster_spec = load_cluster(cluster, gpu=gpu)
         calibration_data = load_calibration(calibration) if calibration is not None else None
-        counts = parse_gpu_counts(gpus)
+        counts = check_gpu_counts(parse_gpu_counts(gpus), "--gpus")
         if min_gpus and len(counts) == 1:
-            counts = min_gpus_candidates(counts[0], cluster_spec.gpus_per_node)
+            counts = check_gpu_counts(min_gpus_candidates(counts[0], cluster_spec.gpus_per_node),
+                                      f"--min-gpus below --gpus {counts[0]}")
         choices = SpaceChoices(
             zero=_choice_list(zero, ZERO_CHOICES, "--zero", int),
             recompute=_choice_list(recompute, RECOMPUTE_CHOICES, "--recompute"),

@@ -8,11 +8,15 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from distcalc.cli.collective_cmd import DEFAULTS, build_topology, topology_summary
+from distcalc.cli.checks import check_ranges
+from distcalc.cli.collective_cmd import DEFAULTS, build_topology, check_topology_options, topology_summary
 from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
 from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
-from distcalc.errors import AlgorithmError, DistcalcError
+from distcalc.errors import AlgorithmError
+from distcalc.inputs import excerpt
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.simulate import SimulationResult, node_name, simulate
+from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
 from distcalc.units import format_size, format_time, parse_size
 
 KINDS = [k.value for k in CollectiveKind]
@@ -22,7 +26,7 @@ def _check_kind(text: str) -> str:
     try:
         return parse_kind(text).value
     except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
 
 
 def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
@@ -87,6 +91,11 @@ def simulate_command(
     --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
     """
     kind_name = _check_kind(kind)
+    check_topology_options(gpus, gpus_per_node, oversubscription, MAX_SIMULATED_GPUS)
+    check_ranges([("--elements", elements, 1, MAX_ELEMENTS), ("--segments", segments, 1, MAX_ELEMENTS),
+                  ("--seed", seed, 0, 2**63 - 1)])
+    if plot:
+        check_output_path(plot, "--plot", PLOT_SUFFIXES)
     size_bytes = parse_or_exit(parse_size, size, "--size")
     topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
                           intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
@@ -96,8 +105,6 @@ def simulate_command(
                         segments=segments) for name in names]
     results.sort(key=lambda r: r.time_s) if choice == "all" else None
     if plot:
-        if not plot.lower().endswith(".png"):
-            raise DistcalcError(f"--plot {plot!r}: expected a file name ending in .png")
         from distcalc.simulate.plot import plot_simulation
 
         plot_simulation(results[0], plot)
