@@ -51,8 +51,8 @@ def calibration_file(tmp_path: Path, edit=None, name: str = "cal.json") -> Path:
             t = steps * 20e-6 + phi * size / 10e9
             rows.append({"collective": kind, "tier": "intra", "group_size": 4, "size_bytes": size, "time_s": t,
                          "p99_time_s": 1.05 * t})
-    path = save_calibration(Calibration(backend="gloo", world_size=4, fits=[f.as_dict() for f in fit_sweep(rows, "gloo")]),
-                            tmp_path / name)
+    fits = [fit.as_dict() for fit in fit_sweep(rows, "gloo")]
+    path = save_calibration(Calibration(backend="gloo", world_size=4, fits=fits), tmp_path / name)
     if edit is not None:
         data = json.loads(path.read_text())
         edited = edit(data)

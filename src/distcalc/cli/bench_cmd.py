@@ -265,7 +265,8 @@ def gemm_command(
         peak = float(peak_flops) if peak_flops else None
         check_float(peak, "--peak-flops", 0.0, 1e21, low_open=True)
     except ValueError:
-        raise BenchError(f"--peak-flops {excerpt(peak_flops)} is not a positive number of FLOP/s such as 3e11") from None
+        raise BenchError(f"--peak-flops {excerpt(peak_flops)} is not a positive number of FLOP/s such as "
+                         "3e11") from None
     shape: dict[str, Any] = {"hidden": hidden, "ffn": ffn or 4 * hidden, "heads": heads, "vocab": vocab}
     if model:
         from distcalc.model import load_model

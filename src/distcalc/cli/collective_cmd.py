@@ -178,6 +178,9 @@ def collective_command(
     check_topology_options(gpus, gpus_per_node, oversubscription)
     if kind_name == SEND_RECV:
         check_send_recv(gpus, src, dst)
+    elif gpus == 1:
+        raise ConfigError(f"{kind_name} needs at least 2 GPUs, got --gpus 1 (one GPU communicates nothing; its "
+                          "bandwidths would be undefined)")
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
     sizes = parse_or_exit(parse_size_range, size, "--size")
