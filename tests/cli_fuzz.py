@@ -170,7 +170,7 @@ class _Builder:
 
     def calibration_file(self) -> Value:
         base = self.workdir / f"v{self.index}"
-        data = json.loads(_calibration_text())
+        data = json.loads(calibration_text())
         mutations = ["none", "negative", "nan", "string", "empty-segments", "binary", "schema"]
         mutation = "none" if self.clean else self.choose(mutations)
         path = base / "cal.json"
@@ -240,7 +240,7 @@ def _yaml_text(data: dict[str, Any]) -> str:
 _CACHE: dict[str, str] = {}
 
 
-def _calibration_text() -> str:
+def calibration_text() -> str:
     """A real calibration (fitted to an exact synthetic gloo sweep of N = 4, α = 20 µs, B = 10 GB/s)."""
     if "cal" not in _CACHE:
         from distcalc.calibration import Calibration

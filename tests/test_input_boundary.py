@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from distcalc.calibration import Calibration, load_calibration, save_calibration
-from distcalc.calibration.collectives import BACKEND_ALGORITHMS, fit_sweep, model_coefficients
+from cli_fuzz import calibration_text
+from distcalc.calibration import load_calibration
 from distcalc.cli import app
 from distcalc.errors import ConfigError
 from distcalc.model import load_model
@@ -41,22 +41,12 @@ def refused(args: list[str], *needles: str, budget_s: float = 30.0) -> str:
 
 
 def calibration_file(tmp_path: Path, edit=None, name: str = "cal.json") -> Path:
-    """A calibration fitted to an exact synthetic all-reduce/all-gather sweep (α = 20 µs, B = 10 GB/s),
-    saved as ``calibrate`` does, then optionally edited as JSON text/data."""
-    rows = []
-    for kind in ("all-reduce", "all-gather"):
-        steps, phi = model_coefficients(kind, 4, BACKEND_ALGORITHMS["gloo"][kind])
-        for exponent in range(10, 25, 2):
-            size = float(4 * 2**exponent)
-            t = steps * 20e-6 + phi * size / 10e9
-            rows.append({"collective": kind, "tier": "intra", "group_size": 4, "size_bytes": size, "time_s": t,
-                         "p99_time_s": 1.05 * t})
-    fits = [fit.as_dict() for fit in fit_sweep(rows, "gloo")]
-    path = save_calibration(Calibration(backend="gloo", world_size=4, fits=fits), tmp_path / name)
-    if edit is not None:
-        data = json.loads(path.read_text())
-        edited = edit(data)
-        path.write_text(edited if isinstance(edited, str) else json.dumps(data))
+    """A real calibration (:func:`cli_fuzz.calibration_text`: fitted to an exact synthetic gloo sweep),
+    optionally edited as data (``edit`` changes it in place) or as text (``edit`` returns the new text)."""
+    data = json.loads(calibration_text())
+    path = tmp_path / name
+    edited = edit(data) if edit is not None else None
+    path.write_text(edited if isinstance(edited, str) else json.dumps(data))
     return path
 
 
