@@ -4,7 +4,8 @@ that produces it starts (a bench sweep is not lost to a bad ``--output`` at its 
 Rules: the suffix must be one the writer supports (:data:`PLOT_SUFFIXES`, :data:`JSON_SUFFIXES`,
 :data:`CSV_SUFFIXES`) and is never appended for the user (``--plot /dev/full`` is refused, not turned into
 ``/dev/full.png``); the folder must already exist and be writable (distcalc never creates folders); the path
-must not be a folder or a non-regular file. :func:`write_text` turns a late ``OSError`` (disk full) into the
+must not be a folder or a non-regular file — except an existing character device for a text output
+(``--output /dev/null`` discards a bench result; a figure always needs a file name with its format). :func:`write_text` turns a late ``OSError`` (disk full) into the
 same one-line error.
 """
 
@@ -29,6 +30,9 @@ def check_output_path(path: str | Path, option: str, suffixes: tuple[str, ...],
     """``path`` as a :class:`Path` if a file of one of ``suffixes`` can be written there; else ``error``
     naming ``option``, the path and what is valid."""
     try:
+        target = Path(str(path)).expanduser()
+        if suffixes != PLOT_SUFFIXES and target.is_char_device() and os.access(target, os.W_OK):
+            return target
         return _checked(str(path), option, suffixes, error)
     except OSError as problem:  # e.g. a name too long for the file system
         raise error(f"{option} {excerpt(str(path), PATH_CHARS)}: {problem.strerror or problem}") from None

@@ -28,7 +28,8 @@ bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
 OutputOption = Annotated[Optional[str], typer.Option(help="result file (default bench-<theme>-<host>-<date>.json)")]
 NprocOption = Annotated[Optional[int], typer.Option(help="spawn N local ranks (default: torchrun's, else 2)")]
-TimeoutOption = Annotated[float, typer.Option(help="seconds without progress before a run is declared hung")]
+TimeoutOption = Annotated[float, typer.Option(help="seconds without progress (start-up included) before a run is "
+                                                    "declared hung")]
 BackendOption = Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), gloo or nccl")]
 
 
@@ -63,7 +64,7 @@ def _run(job: dict[str, Any], nproc: Optional[int], timeout: float, label: str,
             rank, results = run_in_this_process(job, progress)
         return results if rank == 0 else None
     with _progress(show_progress, label) as progress:
-        return launch_local(job, nproc or 2, timeout_s=timeout, progress=progress)
+        return launch_local(job, nproc or 2, timeout_s=timeout, startup_timeout_s=timeout, progress=progress)
 
 
 #: Largest width / layer count / tokens of the models the bench builds (2^16 is five times GPT-3 175B's
