@@ -24,7 +24,7 @@ def workdir(tmp_path_factory):
 
 
 @seed(19)
-@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow], database=None)
 @given(data=st.data())
 def test_every_vector_exits_0_or_2_truthfully(workdir, data):
     index = len(list(workdir.iterdir()))

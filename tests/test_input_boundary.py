@@ -169,6 +169,17 @@ def test_oversized_model_file(tmp_path):
     refused(["memory", "--model", path], "the limit is 1,048,576 bytes")
 
 
+def test_long_text_in_a_model_file_is_quoted_short(tmp_path):
+    path = tmp_path / "model.yaml"
+    path.write_text(f"name: {'x' * 5000}\nhidden_size: 64\n")
+    message = refused(["memory", "--model", path], "field name must be at most 500 characters")
+    assert len(message) < 400
+    path.write_text("hidden_size: 64\nnum_hidden_layers: 2\nnum_attention_heads: 4\nintermediate_size: 256\n"
+                    f"vocab_size: 100\nbogus_field: {'y' * 5000}\n")
+    message = refused(["memory", "--model", path], "bogus_field", "Extra inputs are not permitted")
+    assert len(message) < 400
+
+
 def test_unknown_model_name_is_quoted_short():
     message = refused(["memory", "--model", "m" * 5000], "unknown model")
     assert len(message) < 600

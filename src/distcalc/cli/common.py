@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
+from distcalc.inputs import excerpt, shorten
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
 # so tables are not truncated to 'algor…'.
@@ -63,8 +64,8 @@ def _short_validation_message(error: Exception) -> str:
         parts = []
         for item in error.errors():  # type: ignore[attr-defined]
             location = ".".join(str(x) for x in item.get("loc", ()))
-            parts.append(f"{location}: {item.get('msg')} (got {item.get('input')!r})")
-        return "; ".join(parts)
+            parts.append(f"{location}: {item.get('msg')} (got {excerpt(item.get('input'))})")
+        return shorten("; ".join(parts), 500)
     except Exception:  # pragma: no cover - defensive
         return str(error).splitlines()[0]
 

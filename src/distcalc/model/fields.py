@@ -25,6 +25,9 @@ MAX_WIDTH = 1 << 24
 #: Layers, heads and experts: at most 2^14 (16,384).
 MAX_COUNT = 1 << 14
 
+#: Longest text field (name, family, activation, source citation).
+MAX_TEXT = 500
+
 #: Integer fields by name: (lowest valid value, highest valid value). HF names and distcalc's names.
 INTEGER_FIELDS: dict[str, tuple[int, int]] = {
     **{name: (1, MAX_WIDTH) for name in (
@@ -55,6 +58,8 @@ def _problem(key: str, value: Any) -> str | None:
         return f"must be true or false, got {type(value).__name__} {excerpt(value)}"
     if key in TEXT_FIELDS and not isinstance(value, str):
         return f"must be text, got {type(value).__name__} {excerpt(value)}"
+    if key in TEXT_FIELDS and len(value) > MAX_TEXT:
+        return f"must be at most {MAX_TEXT} characters, got {len(value):,} ({excerpt(value)})"
     if key in RATE_FIELDS:
         problem = require_number(value)
         if problem is None and value >= 1:
