@@ -36,6 +36,7 @@ QUANTITY_KEYS = {"mfu", "hfu"}
 #: Quantity keys (or key paths) whose null is documented: an infinite segment end / slope in a calibration
 #: (saved as null), a prediction that needs a calibration, a search target that was not given.
 NULL_ALLOWED = ("max_size_bytes", "bandwidth_bytes_per_s", "predicted_step_time_s", "predicted_memory_bytes",
+                "predicted_compute_s", "predicted_communication_s",
                 "peak_flops_per_s", "l2_bandwidth_bytes_per_s", "targets.step_time_s", "targets.memory_bytes")
 #: Keys that may be negative: signed errors and differences (headroom < 0: the model does not fit).
 SIGNED = ("error", "residual", "difference", "delta", "gap", "bias", "saving", "headroom")
