@@ -279,6 +279,16 @@ def test_bench_output_checked_before_the_run(tmp_path, monkeypatch):
     assert not (tmp_path / "sub").exists()
 
 
+@pytest.mark.parametrize("args, needle", [
+    (["bench", "gemm", "--tokens", "1048576", "--hidden", "65536"], "largest GEMM operands"),
+    (["bench", "collectives", "--sizes", "1KiB..1TiB"], "--sizes '1KiB..1TiB' needs about 3072.0 GiB"),
+    (["bench", "training", "--mode", "dp", "--hidden", "65536", "--layers", "1024"], "weights, gradients"),
+])
+def test_bench_runs_that_cannot_fit_in_host_memory_are_refused(args, needle):
+    pytest.importorskip("torch")
+    refused(args, needle, "more than half of this machine's memory", budget_s=20.0)
+
+
 def test_bench_gemm_device_is_checked():
     refused(["bench", "gemm", "--device", "tpu"], "--device 'tpu'", "cpu, cuda or cuda:N", budget_s=10.0)
 

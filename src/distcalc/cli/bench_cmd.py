@@ -14,7 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from distcalc.cli.checks import (
-    MAX_LOCAL_RANKS, MAX_REPEATS, MAX_TIMEOUT_S, check_float, check_ranges,
+    MAX_LOCAL_RANKS, MAX_REPEATS, MAX_TIMEOUT_S, check_float, check_host_memory, check_ranges,
 )
 from distcalc.cli.common import console, emit_json, error_console, handle_errors
 from distcalc.errors import BenchError
@@ -127,6 +127,8 @@ def collectives_command(
         check_output_path(plot, "--plot", PLOT_SUFFIXES, BenchError)
     config = CollectivesConfig(sizes=parse_size_range(sizes), collectives=chosen, warmup=warmup, trials=trials,
                                gpus_per_node=gpus_per_node)
+    # input + output buffers of the largest size (an All-Gather output, an All-to-All in and out) and a copy
+    check_host_memory(3 * max(config.sizes), f"--sizes {excerpt(sizes)}", nproc or 2)
     job = {"backend": backend, "tasks": [{"kind": "collectives", "config": config.model_dump(mode="json")}]}
     results = _run(job, nproc, timeout, "collectives", not json_output)
     if results is None:
@@ -194,6 +196,10 @@ def training_command(
     config = TrainingConfig(mode=mode, hidden=hidden, heads=heads, ffn=ffn, layers=layers, micro_batch=micro_batch,
                             seq_len=seq_len, micro_batches=micro_batches, steps=steps,
                             sequence_parallel=sequence_parallel, world_size=world)
+    from distcalc.bench.prediction import predicted_memory_bytes
+
+    check_host_memory(predicted_memory_bytes(config), f"bench training --mode {mode} (weights, gradients, "
+                      "activations)", world)
     job = {"backend": backend, "tasks": [{"kind": "training", "config": config.model_dump(mode="json")}]}
     results = _run(job, nproc, timeout, f"training {mode}", not json_output)
     if results is None:
@@ -259,7 +265,7 @@ def gemm_command(
     output = _result_path("gemm", output)
     import torch
 
-    from distcalc.bench.gemm import GemmConfig, measure_copy_bandwidth, run_gemm_sweep
+    from distcalc.bench.gemm import GemmConfig, layer_shapes, measure_copy_bandwidth, run_gemm_sweep
     from distcalc.bench.results import make_result_file
 
     try:
@@ -280,6 +286,9 @@ def gemm_command(
         raise BenchError(f"--dtype {excerpt(dtype)} is not valid; valid: float32, bfloat16, float16, float64")
     config = GemmConfig(tokens=[int(t) for t in parse_size_range(tokens)], tp=tp, dtype=dtype, warmup=warmup,
                         trials=trials, **shape)
+    element = {"float64": 8, "float32": 4}.get(dtype, 2)
+    largest = max((m * k + k * n + m * n) * element for name, m, n, k in layer_shapes(config, max(config.tokens)))
+    check_host_memory(largest, f"bench gemm --tokens {excerpt(tokens)} (largest GEMM operands)")
     with _progress(not json_output, "gemm") as progress:
         rows, used = run_gemm_sweep(config, device, progress)
     record = dict(config.model_dump(mode="json"), threads=torch.get_num_threads(), gpu_preset=gpu,

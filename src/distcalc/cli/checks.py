@@ -12,6 +12,7 @@ topology code (placement, torus shape search) within seconds; see REFERENCES.md 
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, Iterable
 
 import typer
@@ -97,6 +98,23 @@ def check_gpu_counts(counts: list[int], option: str) -> list[int]:
     for count in counts:
         check_int(count, option, 1, MAX_GPUS)
     return counts
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this machine (``sysconf``; 16 GiB where unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 16 << 30
+
+
+def check_host_memory(need_bytes: float, what: str, ranks: int = 1) -> None:
+    """Refuse a bench run whose buffers need more than half of this machine's memory (split over ``ranks``
+    local processes): it would be killed by the kernel or swap the host, not measure anything."""
+    budget = host_memory_bytes() / 2 / max(ranks, 1)
+    if need_bytes > budget:
+        raise ConfigError(f"{what} needs about {need_bytes / 2**30:.1f} GiB per rank, more than half of this "
+                          f"machine's memory per rank ({budget / 2**30:.1f} GiB over {ranks} rank(s))")
 
 
 def training_rules(*, micro_batch: int | None = None, global_batch: int | None = None, seq_len: int | None = None,
