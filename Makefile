@@ -12,11 +12,11 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade "pip>=23,<27"
 
 $(STAMP_RUN): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[plot]"
+	$(BIN)/python -m pip install --quiet -e ".[plot,web]"
 	touch $@
 
 $(STAMP_TEST): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[dev,plot,bench]"
+	$(BIN)/python -m pip install --quiet -e ".[dev,plot,bench,web]"
 	touch $@ $(STAMP_RUN)
 
 install: $(STAMP_RUN)
@@ -25,6 +25,7 @@ install-dev: $(STAMP_TEST)
 ## run: create .venv, install, run the main job on the built-in example
 run: $(STAMP_RUN)
 	$(BIN)/distcalc analyze
+	@echo "The calculator as a web page: $(BIN)/distcalc serve   (then open http://127.0.0.1:8000/)"
 
 ## test: install the dev extras and run the whole suite
 test: $(STAMP_TEST)

@@ -237,7 +237,7 @@ def test_valid_calibration_gives_positive_times(tmp_path):
     (["simulate", "all-reduce", "--seed", "-1"], ("--seed -1",)),
     (["simulate", "all-reduce", "--gpus", "4096", "--elements", str(10**8)], ("--elements 100000000",)),
     (["search", "--gpus", "1,2,3," + ",".join(str(n) for n in range(4, 400)), "--model", "llama3-8b"],
-     ("at most 256",)),
+     ("at most 256 are searched",)),
     (["collective", "all-reduce", "--gpus", "abc"], ("--gpus", "'abc'")),
     (["memory", "--allocator-reserve", "1.5"], ("--allocator-reserve 1.5",)),
 ])

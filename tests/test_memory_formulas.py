@@ -151,7 +151,7 @@ def test_batch_equals_report(name, kwargs):
                          sequence_parallel=[config.sequence_parallel], recompute=[config.recompute.code],
                          micro_batch=[config.micro_batch], num_micro_batches=[config.num_micro_batches],
                          seq_len=[config.seq_len], schedule=[config.resolved_schedule.code],
-                         flash=[config.flash_attention], fp8=[config.dtype.value == "fp8"])
+                         flash=[config.flash_attention], weight_cache_bytes=[config.dtype.weight_cache_bytes_per_parameter])
     assert int(batch["worst_stage"][0]) == report.worst_stage
     for key, value in report.worst.model_dump().items():
         if key != "stage":

@@ -29,7 +29,7 @@ def batch_args(configs: list[ParallelConfig]) -> dict[str, list]:
         recompute=[c.recompute.code for c in configs], micro_batch=[c.micro_batch for c in configs],
         num_micro_batches=[c.num_micro_batches for c in configs], seq_len=[c.seq_len for c in configs],
         schedule=[c.resolved_schedule.code for c in configs], flash=[c.flash_attention for c in configs],
-        fp8=[c.dtype.value == "fp8" for c in configs],
+        weight_cache_bytes=[c.dtype.weight_cache_bytes_per_parameter for c in configs],
         account_for_embedding_and_loss=[c.account_for_embedding_and_loss for c in configs],
     )
 

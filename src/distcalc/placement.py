@@ -22,6 +22,10 @@ Topology of a group (design.md §5), members counted per node:
 Bandwidths handed to the collective library are effective ones, ``η·B`` (:mod:`distcalc.cluster`), and
 :func:`effective_time_s` adds the NCCL pipeline fill ``(passes·(N − 1) − 1)·min(M/N, C)/(η·B)`` for the
 ring-like collectives (AllReduce passes = 2; ReduceScatter, AllGather = 1; AllToAll and Send/Recv none).
+A chunk filling the pipeline crosses every hop of the ring at that hop's speed: on a hierarchical group
+(k GPUs on each of n nodes) n of the N = k·n hops are NIC hops and the rest NVLink, so ``η·B`` of the
+fill is the hops' harmonic mean ``1 / ((n/N)/B_inter + (1 − n/N)/B_intra)``; flat groups use their one
+tier.
 """
 
 from __future__ import annotations
@@ -139,7 +143,11 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
     topo = make_topology(TopologyKind.HIERARCHICAL, gpus, intra_bw, cluster.intra.latency_s,
                          gpus_per_node=per_node, inter_bandwidth_bytes_per_s=inter_bw,
                          inter_latency_s=cluster.inter.latency_s)
-    return GroupPlacement(dim, size, stride, nodes, per_node, topo, inter_bw, chunk, "hierarchical",
+    # a ring through k GPUs on each of n nodes crosses the NICs n times and NVLink (k - 1)·n times: its
+    # pipeline fill pays each hop at that hop's bandwidth (harmonic mean over the ring's hops)
+    inter_share = nodes / gpus
+    fill_bw = 1.0 / (inter_share / inter_bw + (1.0 - inter_share) / intra_bw)
+    return GroupPlacement(dim, size, stride, nodes, per_node, topo, fill_bw, chunk, "hierarchical",
                           cluster.collective_algorithm)
 
 

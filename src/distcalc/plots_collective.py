@@ -23,3 +23,19 @@ def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequen
         axis.plot(sizes_bytes, lower_bound_s, linestyle="--", color="black", label="lower bound")
     return save_log_log(figure, axis, xlabel="size M (bytes, NCCL convention)", ylabel="time (s)", title=title,
                         path=path)
+
+
+def plot_busbw_overlay(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: str | Path,
+                       title: str = "") -> Path:
+    """Bus bandwidth (GB/s) vs size, one line per named series (``measured …`` drawn as markers only)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    for name, (sizes, busbw) in series.items():
+        style = {"marker": "o", "linestyle": "none"} if name.startswith("measured") else {"marker": "."}
+        axis.plot(sizes, [b / 1e9 for b in busbw], markersize=4, label=name, **style)
+    return save_log_log(figure, axis, xlabel="size M (bytes, NCCL convention)", ylabel="bus bandwidth (GB/s)",
+                        title=title, path=path)

@@ -26,6 +26,9 @@ _TIME_UNITS = {"s": (1.0, 1.0), "ms": (1.0, 1e3), "us": (1.0, 1e6), "µs": (1.0,
                "ns": (1.0, 1e9), "min": (60.0, 1.0), "h": (3600.0, 1.0)}
 _TIME_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h)?\s*$")
 
+MIB = 2**20  # bytes in one MiB
+GIB = 2**30  # bytes in one GiB
+
 SIZE_HELP = "a size such as 1GiB, 256MB, 1e9 or 1048576 (bytes; SI = 1000^k, IEC = 1024^k)"
 RATE_HELP = "a rate such as 450GB/s, 50GiB/s or 400Gbps (bits)"
 TIME_HELP = "a time such as 5us, 1.5ms or 2e-6 (seconds)"

@@ -150,9 +150,14 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     attn = out["forward_attention_s"]
-    cp_f = (np.maximum(total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD) - attn, 0.0)
+    # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
+    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
+    ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
+    kappa = o.overlap_compute_slowdown
+    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
             + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD) - 2.0 * attn, 0.0)
+    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
               + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
@@ -189,6 +194,44 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0) ->
     return np.maximum(end, np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0))
 
 
+def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """One FSDP unit's AllGather and ReduceScatter (a transformer block on this rank: its parameters after
+    TP and EP division) and the root unit's (embedding + output layer with one stage, the larger of the two
+    on a pipeline's end stages); :mod:`distcalc.analyze.fsdp` prices their overlap."""
+    tp = np.asarray(c["tp"], dtype=float)
+    expert = d.expert_parameters_per_layer
+    layer = ((d.parameters_per_layer - expert) / tp + expert / (tp * np.asarray(c["ep"], dtype=float))) * ones
+    head = 0 if d.tied_embeddings else d.lm_head_parameters
+    root = np.where(np.asarray(c["pp"]) > 1, max(d.embedding_parameters, d.lm_head_parameters),
+                    d.embedding_parameters + head) / tp * ones
+    return [Message(Dim.DP, Comm.ALL_GATHER, layer * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "FSDP unit AllGather (one block)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, layer * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "FSDP unit ReduceScatter (one block)"),
+            Message(Dim.DP, Comm.ALL_GATHER, root * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "FSDP root AllGather (embedding, output layer)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, root * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "FSDP root ReduceScatter (embedding, output layer)")]
+
+
+#: Megatron-Core DDP's default gradient/parameter bucket: max(40e6, 1e6·dp) parameters
+#: (``DistributedDataParallelConfig.bucket_size``: "larger DP sizes need larger buckets").
+BUCKET_MIN_PARAMETERS = 40e6
+BUCKET_PARAMETERS_PER_DP_RANK = 1e6
+
+
+def bucket_messages(params: np.ndarray, dp_size: np.ndarray, o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """The DP bucket that cannot overlap: the last gradient bucket (the first layers' gradients, ready only
+    when the backward pass ends) and the first parameter bucket (needed before the first layer's forward)."""
+    bucket = np.minimum(np.maximum(BUCKET_MIN_PARAMETERS, BUCKET_PARAMETERS_PER_DP_RANK * dp_size), params) * ones
+    return [Message(Dim.DP, Comm.ALL_REDUCE, bucket * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "last gradient bucket (AllReduce)"),
+            Message(Dim.DP, Comm.REDUCE_SCATTER, bucket * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
+                    "last gradient bucket (ReduceScatter)"),
+            Message(Dim.DP, Comm.ALL_GATHER, bucket * o.param_gather_bytes, ones, Phase.FORWARD, True,
+                    "first parameter bucket (AllGather)")]
+
+
 def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
              memo: dict | None = None) -> dict[str, Any]:
     """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
@@ -202,10 +245,14 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     if d.tied_embeddings:
         sync = [Message(Dim.PP, Comm.ALL_REDUCE, d.lm_head_parameters / c["tp"] * o.grad_reduce_bytes,
                         np.where(c["pp"] > 1, 1.0, 0.0), Phase.STEP, note="tied embedding gradients, first + last stage")]
-    priced = message_times(cluster, msgs + sync, keys, shape, memo)  # one pricing pass for both lists
-    entries, sync_entries = priced[:len(msgs)], priced[len(msgs):]
+    extra = fsdp_unit_messages(d, c, o, ones) + bucket_messages(params, np.asarray(keys[Dim.DP].size), o, ones)
+    priced = message_times(cluster, msgs + sync + extra, keys, shape, memo)  # one pricing pass for all lists
+    entries, sync_entries = priced[:len(msgs)], priced[len(msgs):len(msgs) + len(sync)]
     out: dict[str, Any] = {name: times for name, (_, times, _) in
                            zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
+    out.update({name: times for name, (_, times, _) in
+                zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
+                    priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)

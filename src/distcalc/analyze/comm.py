@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
+from distcalc.analyze.nccl_pricing import NcclPricedCluster, nccl_time_s
 from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
@@ -189,7 +190,17 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         prepared.append(sizes)
     times_out = [np.zeros(shape) for _ in messages]
     algorithms: list[list[str]] = [[] for _ in messages]
-    if calibration is None:
+    if isinstance(cluster, NcclPricedCluster):  # opt-in: NCCL's own model per group (analyze.nccl_pricing)
+        for i, message in enumerate(messages):
+            for index, placement in enumerate(cache[message.dim][1]):
+                mask = masks[i][index]
+                if not mask.any():
+                    algorithms[i].append("none")
+                    continue
+                t, algorithm = nccl_time_s(cluster, message.collective, prepared[i][mask], placement)
+                times_out[i][mask] = t
+                algorithms[i].append(algorithm)
+    elif calibration is None:
         # one call per (collective kind, distinct placement cost inputs), over every dimension and message
         buckets: dict[tuple, list[tuple[int, int]]] = {}
         for i, message in enumerate(messages):

@@ -7,13 +7,19 @@ stages, v chunks, L_s = L/p layers per stage):
   :mod:`distcalc.compute`; TP collectives (:func:`distcalc.traffic.tp_layer_messages`) on the TP group's
   topology — forward ones and the backward ones on the critical path fully exposed, the overlappable
   backward ones exposed except ``tp_overlap_efficiency`` × the backward GEMM time; CP ring K/V exchange
-  exposed beyond the attention compute it overlaps (Ulysses AllToAll fully exposed); EP AllToAll
+  exposed beyond the attention compute it overlaps, that attention slowed by ``overlap_compute_slowdown``
+  while it overlaps (Ulysses AllToAll fully exposed); EP AllToAll
   (dispatch + combine) fully exposed;
 * per stage and micro-batch: ``L_s × layer`` + the embedding (first stage) / output layer and loss (last
   stage) with their TP collectives + blocking pipeline Send/Recv of v chunk boundaries each way;
 * pipeline: :func:`distcalc.pipeline.pipeline_time_s` (``m·t_max + (p−1)/v·t_mean``; ZB-H1 variant);
 * after the pipeline: DP gradient reduction and parameter gathering (:func:`distcalc.traffic.dp_gradient_messages`)
-  exposed beyond the backward (or forward) of one micro-batch when overlapped, tied-embedding gradient
+  exposed beyond the backward (or forward) of one micro-batch when overlapped, at least the bucket that
+  cannot overlap (the last gradient bucket, the first parameter bucket: Megatron-Core's max(40e6, 1e6·dp)
+  parameters, :func:`distcalc.analyze.blocks.bucket_messages`), plus
+  ``overlap_compute_slowdown`` × the compute they overlap (NCCL kernels take SMs); ZeRO-3/FSDP per unit
+  (:mod:`distcalc.analyze.fsdp`: first gather and last reduce-scatters exposed, a block's excess where its
+  collectives outlast its compute, the same slowdown); tied-embedding gradient
   AllReduce between the first and last stage (p > 1), and the optimizer step, memory-bound:
   ``P_opt · bytes_per_parameter / (B_HBM·η_mem)``.
 
@@ -37,11 +43,14 @@ import numpy as np
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block)
 from distcalc.analyze.comm import with_calibration
+from distcalc.analyze.nccl_pricing import with_nccl_model
+from distcalc.analyze.fsdp import fsdp_exposure
 from distcalc.analyze.options import AnalyzeOptions
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
+from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
@@ -112,15 +121,31 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
+    # overlapped: the excess over the window is exposed, and the compute it overlaps runs
+    # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
+    # bucket that cannot overlap (last gradient bucket, first parameter bucket) is exposed in any case
+    kappa = o.overlap_compute_slowdown
+
+    def hidden(x: np.ndarray, window: np.ndarray, bucket: np.ndarray) -> np.ndarray:
+        tail = np.minimum(x, bucket)
+        return np.maximum(x - window, tail) + kappa * np.minimum(x - tail, window)
+
     if o.overlap_grad_reduce:
-        e = [np.maximum(t[0] - t_mb_b, 0.0), np.maximum(t[1] - t_mb_b, 0.0), None,
+        e = [hidden(t[0], t_mb_b, dpb["bucket_ar"]), hidden(t[1], t_mb_b, dpb["bucket_rs"]), None,
              np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
     else:
         e = [t[0], t[1], None, t[3], t[4]]
-    e[2] = np.maximum(t[2] - t_mb_f, 0.0) if o.overlap_param_gather else t[2]
-    # ZeRO-3: a micro-batch's gradient ReduceScatter and its backward parameter AllGather share the DP links
-    # and the same backward window, so they hide behind it together, not each behind all of it
-    z3_backward = np.maximum(t[1] + t[4] - t_mb_b, 0.0) if o.overlap_grad_reduce else t[1] + t[4]
+    e[2] = hidden(t[2], t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather else t[2]
+    # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
+    # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
+    # beside it (distcalc.analyze.fsdp)
+    if o.overlap_grad_reduce:
+        fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
+                             dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown)
+        e[3] = np.minimum(fsdp.forward_s, t[3] + o.overlap_compute_slowdown * t_mb_f)
+        z3_backward = np.minimum(fsdp.backward_s, t[1] + t[4] + o.overlap_compute_slowdown * t_mb_b)
+    else:
+        z3_backward = t[1] + t[4]
     params_gpu = dpb["params_gpu"]
     opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
@@ -194,6 +219,11 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     ``options.calibration`` the device takes the calibrated GEMM efficiency and the collectives the
     calibrated α and B (:mod:`distcalc.analyze.comm`)."""
     o = options or AnalyzeOptions()
+    if o.collective_model == "nccl":
+        if o.calibration is not None:
+            raise ConfigError("--collective-model nccl and --calibration both replace the collective prices: "
+                              "choose one")
+        cluster = with_nccl_model(cluster)
     if o.calibration is not None:
         device = calibrated_device(device, o.calibration) if gemm_fit_applies(o.calibration, device) else device
         cluster = with_calibration(cluster, o.calibration)

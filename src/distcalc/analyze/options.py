@@ -6,6 +6,7 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -39,6 +40,13 @@ class AnalyzeOptions(BaseModel):
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
       on each micro-batch's critical path.
+    * ``overlap_compute_slowdown`` 0.189: fraction by which compute slows while an overlapped collective
+      runs beside it (NCCL kernels take SMs and HBM bandwidth; Lee et al. 2025, arXiv:2507.03114, average
+      over GPT/Llama layers on A100/H100/MI250/MI210). Applied to the compute every overlapped collective
+      hides behind: ZeRO-3/FSDP's per-unit gathers and reduce-scatters (:mod:`distcalc.analyze.fsdp`), the
+      DP gradient reduction and parameter gather when overlapped, CP ring attention's K/V passes; 0
+      describes free overlap. Not applied to TP userbuffers overlap (its own SM budget, ``tp_overlap_efficiency``)
+      nor to pipeline Send/Recv.
     * ``gpu_speed_cv`` 0.0148: coefficient of variation σ of per-GPU compute speed. A synchronous step runs
       its compute at the pace of the slowest of its N GPUs, ``1 + σ·E[max of N standard normals]`` times
       the median GPU's time (:mod:`distcalc.variability`; σ from Sinha et al. 2022's 8 % spread across the
@@ -48,6 +56,9 @@ class AnalyzeOptions(BaseModel):
       (:mod:`distcalc.analyze.comm`); its GEMM fit replaces the device's efficiency curve
       (:func:`distcalc.calibration.calibrated_device`). Not part of the JSON dump of the options (the
       report has its own ``calibration`` summary).
+    * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
+      with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
+      the JSON dump so default reports are unchanged.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -64,6 +75,10 @@ class AnalyzeOptions(BaseModel):
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
     moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
+    overlap_compute_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0, lt=1,
+                                            description="compute slowdown while an overlapped collective runs")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0, le=0.5,
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
+    collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
+                                  description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

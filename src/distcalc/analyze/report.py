@@ -14,11 +14,12 @@ import numpy as np
 from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
 from distcalc.analyze.options import AnalyzeOptions
+from distcalc.analyze.overlaps import assumed_overlaps
 from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
 from distcalc.model import ModelSpec, load_model
-from distcalc.parallel import ParallelConfig, validate_for_model
+from distcalc.parallel import ParallelConfig, Precision, validate_for_model
 from distcalc.traffic import Comm, Dim
 
 BREAKDOWN_KEYS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s",
@@ -104,7 +105,7 @@ def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOption
         spec, tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=zero,
         sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
         global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
-        flash=c["flash_attention"] != 0, fp8=dtype == "fp8",
+        flash=c["flash_attention"] != 0, weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter,
         account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0)
 
 
@@ -141,6 +142,7 @@ class StepReport:
     pipeline: dict[str, Any] = field(default_factory=dict)
     calibration: dict[str, Any] | None = None
     gpu_variability: dict[str, Any] = field(default_factory=dict)
+    overlaps: list[dict[str, Any]] = field(default_factory=list)  #: per dimension, what hides its collectives
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (design §4 keys first)."""
@@ -148,7 +150,8 @@ class StepReport:
                "tokens_per_s": self.tokens_per_s, "memory": self.memory, "fits": self.fits,
                "time_breakdown": self.time_breakdown, "communication": self.communication,
                "cluster": self.cluster, "config": self.config, "groups": self.groups, "flops": self.flops,
-               "pipeline": self.pipeline, "gpu_variability": self.gpu_variability, "options": self.options}
+               "pipeline": self.pipeline, "gpu_variability": self.gpu_variability, "options": self.options,
+               "overlaps": self.overlaps}
         if self.tokens_budget is not None:
             out["tokens"] = self.tokens_budget
             out["time_to_train_s"] = self.time_to_train_s
@@ -225,6 +228,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                          "slowest_gpu_factor": f("slowest_gpu_factor"),
                          "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
                                     "1 + cv * E[max of gpus standard normals] times a median GPU's"},
+        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown)],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

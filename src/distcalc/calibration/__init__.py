@@ -1,6 +1,7 @@
 """Calibration: fit distcalc's constants to ``distcalc bench`` measurements and apply them.
 
-* :func:`calibrate` turns one or more bench result files into a :class:`Calibration` — per collective and
+* :func:`calibrate` turns one or more bench result files (or nccl-tests stdout logs,
+  :mod:`.nccl_tests`) into a :class:`Calibration` — per collective and
   tier, α and B in the collective model's own terms (:mod:`.collectives`, fitted by :mod:`.fit`), and, from
   a GEMM sweep, the parameters of the compute model's GEMM efficiency curve (:mod:`.compute`).
 * :func:`save_calibration` / :func:`load_calibration` write and read the calibration file (JSON).
@@ -76,8 +77,20 @@ def calibrate(paths: list[str | Path]) -> Calibration:
     """Fit every result file in ``paths`` (collective sweeps and/or GEMM sweeps) into one calibration."""
     from distcalc.bench.results import load_result_file
 
+    from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, is_nccl_tests_output, parse_nccl_tests
+
     calibration = Calibration(created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     for path in paths:
+        if is_nccl_tests_output(path):  # nccl-tests stdout: one fit per run, α and B per protocol regime
+            runs = parse_nccl_tests(Path(path).read_text(errors="replace"))
+            calibration.sources.append(str(path))
+            calibration.backend, calibration.world_size = "nccl", runs[-1].ranks
+            calibration.hardware = calibration.hardware or {"gpu": runs[0].gpu, "nodes": runs[0].nodes}
+            for run in runs:
+                fit = fit_run(run)
+                calibration.fits.append(dict(fit.as_dict(), source="nccl-tests", nodes=run.nodes,
+                                             busbw_geomean_error=busbw_geomean_error(fit)))
+            continue
         result = load_result_file(path)
         calibration.sources.append(str(path))
         calibration.hardware = calibration.hardware or result.hardware

@@ -29,6 +29,8 @@ COMMAND_MODULES = (
     "search_cmd",
     "bench_cmd",
     "validate_cmd",
+    "presets_cmd",
+    "serve_cmd",
 )
 
 for _name in COMMAND_MODULES:

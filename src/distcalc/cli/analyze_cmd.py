@@ -8,23 +8,16 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, StepReport, analyze
-from distcalc.calibration import load_calibration
+from distcalc.analyze import ContextParallelAlgorithm, StepReport
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
-from distcalc.cli.common import console, emit_report, handle_errors, parse_or_exit
-from distcalc.cluster import load_cluster
-from distcalc.model import load_model
+from distcalc.cli.common import console, emit_report, handle_errors
+from distcalc.jobs.analyze import AnalyzeRequest, request_from_yaml, run_analyze
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
-from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_time
+from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
-#: The built-in example (``distcalc analyze`` with no options): Llama 3 70B on 8 DGX H100 nodes with a
-#: Megatron-style configuration (TP inside the node, 4 pipeline stages × 5 interleaved chunks, DP 2,
-#: sequence parallelism, distributed optimizer, FlashAttention), 8192-token sequences, 1M-token batches.
-EXAMPLE = {"model": "llama3-70b", "cluster": "dgx-h100", "gpus": 64, "tp": 8, "pp": 4, "vpp": 5,
-           "micro_batch": 1, "global_batch": 128, "seq_len": 8192, "sequence_parallel": True,
-           "recompute": Recompute.NONE, "distributed_optimizer": True}
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)", "recompute_s": "recomputation",
     "tp_exposed_s": "TP collectives (exposed)", "cp_exposed_s": "CP exchange (exposed)",
@@ -64,7 +57,9 @@ def _render(report: StepReport, example: bool) -> None:
     if var.get("gpu_speed_cv", 0) > 0:
         console.print(f"[dim]compute paced by the slowest of {var['gpus']} GPUs: ×{var['slowest_gpu_factor']:.4f} "
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
-    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else ""))
+    nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
+    comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
+                 + (" [collectives: NCCL tuning model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
@@ -75,6 +70,15 @@ def _render(report: StepReport, example: bool) -> None:
                      f"{row['count']:g}", format_time(row["time_s"]) + mark, format_time(row["exposed_s"]) + mark,
                      row["algorithm"], row["topology"])
     console.print(comm)
+    if report.overlaps:
+        overlaps = Table(title="overlaps assumed (why a collective is or is not exposed)")
+        for name, justify in (("dim", "left"), ("collectives", "left"), ("hidden behind", "left"),
+                              ("because", "left"), ("exposed", "right")):
+            overlaps.add_column(name, justify=justify)
+        for row in report.overlaps:
+            overlaps.add_row(row["dim"], row["collectives"], row["hidden_behind"], row["reason"],
+                             format_time(row["exposed_s"]))
+        console.print(overlaps)
     groups = Table(title="process groups on the cluster")
     for name in ("dim", "GPUs", "topology", "tier", "nodes", "B per GPU (η·B, or measured)"):
         groups.add_column(name)
@@ -117,6 +121,7 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze")
     @handle_errors
     def analyze_command(
+        ctx: typer.Context,
         model: Annotated[Optional[str], typer.Option(help="model preset or config.json/YAML path")] = None,
         cluster: Annotated[Optional[str], typer.Option(help="cluster preset (dgx-a100, dgx-h100, ...)")] = None,
         gpu: Annotated[Optional[str], typer.Option(help="GPU preset replacing the cluster's")] = None,
@@ -152,51 +157,41 @@ def register(app: typer.Typer) -> None:
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, help="σ of per-GPU compute speed; the step waits for the slowest GPU (0: identical "
                                    "GPUs)")] = DEFAULT_GPU_SPEED_CV,
+        overlap_slowdown: Annotated[float, typer.Option(
+            min=0.0, max=0.99, help="compute slowdown while an overlapped DP/FSDP/CP collective runs beside it "
+                                    "(0: free overlap)")] = OVERLAP_COMPUTE_SLOWDOWN,
+        grad_reduce_bytes: Annotated[int, typer.Option(
+            min=1, max=8, help="bytes per gradient element in DP/FSDP reduction (4: fp32, 2: bf16)")] = 4,
         tokens: Annotated[Optional[float], typer.Option(help="token budget for time-to-train, e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(help="write the breakdown + pipeline timeline (PNG)")] = None,
         calibration: Annotated[Optional[Path], typer.Option(
             "--calibration", help="calibration file from `distcalc calibrate`: measured α/B per collective and "
                                   "tier (replacing η·B) and GEMM efficiency")] = None,
+        collective_model: Annotated[str, typer.Option(
+            "--collective-model", help="alpha-beta (default) or nccl: price AllReduce/ReduceScatter/AllGather/"
+                                       "Broadcast/Reduce with NCCL's tuning model per group (opt-in)")] = "alpha-beta",
+        config: Annotated[Optional[Path], typer.Option(
+            "--config", help="YAML of these options (underscores; e.g. exported by `distcalc serve`); options "
+                             "given on the command line override it")] = None,
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes."""
         check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, gpus_per_node=gpus_per_node,
-                                    micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len))
+                                    micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len),
+                     upper_only=True)
         check_float(tp_overlap, "--tp-overlap", 0.0, 1.0)
         check_float(tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
         if plot is not None:
             check_output_path(plot, "--plot", PLOT_SUFFIXES)
-        given = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "vpp": vpp, "zero": zero, "gpus": gpus,
-                 "distributed_optimizer": distributed_optimizer, "sequence_parallel": sequence_parallel,
-                 "recompute": recompute, "micro_batch": micro_batch, "global_batch": global_batch,
-                 "seq_len": seq_len, "schedule": schedule}
-        example = model is None and cluster is None and all(v is None for v in given.values())
-        settings: dict[str, Any] = dict(EXAMPLE) if example else {k: v for k, v in given.items() if v is not None}
-        model_name = settings.pop("model", None) or model or EXAMPLE["model"]
-        cluster_name = settings.pop("cluster", None) or cluster or EXAMPLE["cluster"]
-        rates = {name: parse_or_exit(parse_rate, value, f"--{name.replace('_', '-')}") if value else None
-                 for name, value in (("intra_bandwidth", intra_bandwidth), ("inter_bandwidth", inter_bandwidth))}
-        times = {name: parse_or_exit(parse_time, value, f"--{name.replace('_', '-')}") if value else None
-                 for name, value in (("intra_latency", intra_latency), ("inter_latency", inter_latency))}
-        spec = load_model(model_name)
-        cluster_spec = load_cluster(cluster_name, gpu=gpu, gpus_per_node=gpus_per_node,
-                                    intra_bandwidth_bytes_per_s=rates["intra_bandwidth"],
-                                    intra_latency_s=times["intra_latency"],
-                                    inter_bandwidth_bytes_per_s=rates["inter_bandwidth"],
-                                    inter_latency_s=times["inter_latency"])
-        settings.setdefault("seq_len", 4096)
-        config = ParallelConfig(**settings, dtype=dtype, flash_attention=flash_attention,
-                                account_for_embedding_and_loss=account_for_embedding_and_loss)
-        options = AnalyzeOptions(rank_order=order, overlap_grad_reduce=overlap_grad_reduce,
-                                 overlap_param_gather=overlap_grad_reduce, tp_overlap_efficiency=tp_overlap,
-                                 cp_algorithm=cp_algorithm, distributed_optimizer=config.distributed_optimizer,
-                                 gpu_speed_cv=gpu_speed_cv,
-                                 calibration=load_calibration(calibration) if calibration is not None else None)
-        report = analyze(spec, cluster_spec, config, options, tokens=tokens)
-        if report.calibration is not None:
-            report.calibration["file"] = str(calibration)
+        values = {k: v for k, v in locals().items() if k in AnalyzeRequest.model_fields}
+        if config is not None:
+            given = {k: v for k, v in values.items() if ctx.get_parameter_source(k).name != "DEFAULT"}
+            values = {**request_from_yaml(config), **given}
+        request = AnalyzeRequest(**values)
+        report = run_analyze(request, allow_files=True, calibration=calibration)
         if plot is not None:
             from distcalc.plots_analyze import plot_analysis
 
             plot_analysis(report, plot)
+        example = request.is_example()
         emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report, example))

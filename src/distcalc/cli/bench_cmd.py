@@ -107,6 +107,8 @@ def collectives_command(
     output: OutputOption = None,
     plot: Annotated[Optional[str], typer.Option(help="write busbw vs size to this PNG")] = None,
     json_output: JsonOption = False,
+    nccl_tests_layout: Annotated[bool, typer.Option("--nccl-tests-layout", help="print the results in "
+                                                    "nccl-tests' column layout (calibrate reads it back)")] = False,
 ) -> None:
     """Measure AllReduce, ReduceScatter, AllGather, Broadcast, Reduce, All-to-All and Send/Recv (nccl-tests
     conventions: warm-up, trials, median and p99, algbw and busbw)."""
@@ -144,6 +146,11 @@ def collectives_command(
         payload["plot_file"] = str(plot_busbw(rows, plot))
     if json_output:
         emit_json(payload)
+        return
+    if nccl_tests_layout:
+        from distcalc.bench.nccl_tests_layout import nccl_tests_text
+
+        print(nccl_tests_text(payload), end="")
         return
     table = Table(title=f"{payload['backend']} · {payload['world_size']} ranks · {payload['hardware']['cpu']}")
     for column in ("collective", "tier", "size", "time (median)", "p99", "algbw", "busbw"):
@@ -316,15 +323,20 @@ def _valid_device(device: str) -> bool:
 
 
 def calibrate_command(
-    files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm)")],
+    files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm) or nccl-tests "
+                                                     "stdout logs (all_reduce_perf & co., any number of runs)")],
     output: Annotated[Optional[str], typer.Option(help="calibration file to write")] = "calibration.json",
     holdout: Annotated[bool, typer.Option(help="also fit on even sizes and check the odd ones")] = False,
     json_output: JsonOption = False,
+    plot: Annotated[Optional[str], typer.Option(help="nccl-tests logs: write measured vs fitted (and, with "
+                                                     "--cluster, NCCL-model) busbw vs size to this PNG")] = None,
+    cluster: Annotated[Optional[str], typer.Option(help="with --plot: add NCCL's model on this cluster preset")] = None,
 ) -> None:
     """Fit α and B per collective and tier (and the GEMM efficiency curve) to bench results."""
     from distcalc.bench.results import load_result_file
     from distcalc.calibration import calibrate, save_calibration
     from distcalc.calibration.collectives import group_rows, holdout_check
+    from distcalc.calibration.nccl_tests import is_nccl_tests_output
 
     if output:
         from distcalc.outputs import JSON_SUFFIXES
@@ -336,13 +348,41 @@ def calibrate_command(
     if holdout:
         payload["holdout"] = [
             {"collective": key[0], "tier": key[1], "points": holdout_check(rows)}
-            for path in files if (result := load_result_file(path)).theme == "collectives"
+            for path in files if not is_nccl_tests_output(path)
+            and (result := load_result_file(path)).theme == "collectives"
             for key, rows in group_rows(result.results).items()
         ]
+    if plot:
+        payload["plot_file"] = str(_plot_nccl_tests(calibration.fits, plot, cluster))
     if json_output:
         emit_json(payload)
         return
     _print_calibration(payload)
+    if plot:
+        console.print(f"plot written to {payload['plot_file']}")
+
+
+def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[str]) -> Any:
+    """Measured and fitted busbw of every nccl-tests fit, plus NCCL's model on ``cluster`` when given."""
+    from distcalc.cli.collective_cluster import load_cli_cluster, nccl_estimates
+    from distcalc.collective.busbw import busbw_factor
+    from distcalc.plots_collective import plot_busbw_overlay
+
+    series: dict[str, tuple[list[float], list[float]]] = {}
+    for index, fit in enumerate(f for f in fits if f.get("source") == "nccl-tests"):
+        factor = busbw_factor(fit["collective"], fit["group_size"])
+        sizes = [r["size_bytes"] for r in fit["residuals"]]
+        tag = f"{fit['collective']} N={fit['group_size']} run {index + 1}"
+        series[f"measured {tag}"] = (sizes, [s / r["measured_s"] * factor for s, r in zip(sizes, fit["residuals"])])
+        series[f"fit {tag}"] = (sizes, [s / r["predicted_s"] * factor for s, r in zip(sizes, fit["residuals"])])
+        if cluster:
+            spec = load_cli_cluster(cluster, None, None, None, None)
+            estimates = nccl_estimates(fit["collective"], sizes, spec, fit["group_size"], "2.20.5", None, None, False)
+            series[f"NCCL model {tag} ({cluster})"] = (sizes, [e.size_bytes / e.time_s * factor for e in estimates])
+    if not series:
+        raise BenchError("--plot draws nccl-tests fits: pass an nccl-tests log")
+    return plot_busbw_overlay(series, path, title="nccl-tests busbw: measured, fitted" +
+                              (f", NCCL model on {cluster}" if cluster else ""))
 
 
 def _print_calibration(payload: dict[str, Any]) -> None:

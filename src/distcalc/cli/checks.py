@@ -46,8 +46,11 @@ MAX_LOCAL_RANKS = 256
 MAX_REPEATS = 1_000_000
 
 
-def check_int(value: int | None, option: str, low: int, high: int) -> None:
-    """:class:`ConfigError` ``--opt N is out of range; valid: low..high`` (None = not given: fine)."""
+def check_int(value: int | None, option: str, low: int, high: int, upper_only: bool = False) -> None:
+    """:class:`ConfigError` ``--opt N is out of range; valid: low..high`` (None = not given: fine; with
+    ``upper_only`` a value below ``low`` is left to the library, which names the field itself)."""
+    if value is not None and upper_only and value < low:
+        return
     if value is not None and not low <= value <= high:
         raise ConfigError(f"{option} {value} is out of range; valid: {low}..{high:,}")
 
@@ -64,13 +67,15 @@ def check_float(value: float | None, option: str, low: float, high: float, *, lo
         raise ConfigError(f"{option} {value:g} is out of range; valid: a finite number in {interval}")
 
 
-def check_ranges(rules: Iterable[tuple[str, Any, float, float]]) -> None:
-    """Check ``(option, value, low, high)`` rules: ints as :func:`check_int`, floats as :func:`check_float`."""
+def check_ranges(rules: Iterable[tuple[str, Any, float, float]], upper_only: bool = False) -> None:
+    """Check ``(option, value, low, high)`` rules: ints as :func:`check_int`, floats as :func:`check_float`
+    (``upper_only``: integers only above ``high``; the training commands' library checks the lower ends with
+    the same message the web API gives)."""
     for option, value, low, high in rules:
         if isinstance(value, float):
             check_float(value, option, low, high)
         else:
-            check_int(value, option, int(low), int(high))
+            check_int(value, option, int(low), int(high), upper_only)
 
 
 def gpu_rules(**options: int | None) -> list[tuple[str, Any, float, float]]:

@@ -3,93 +3,37 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 import typer
 from rich.table import Table
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
-from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
-from distcalc.collective import (
-    Algorithm, CollectiveKind, collective_cost, collective_costs, lower_bound, parse_algorithm, parse_kind,
-    valid_algorithms,
-)
+from distcalc.cli.collective_cluster import render_nccl
+from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.collective.busbw import algbw_busbw
-from distcalc.errors import AlgorithmError, ConfigError, DistcalcError, TopologyError
-from distcalc.inputs import excerpt
+from distcalc.jobs.collective import (
+    DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, result_dict, run_collective,
+)
+from distcalc.jobs.base import parse_option
+from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
+from distcalc.p2p import SEND_RECV
+from distcalc.errors import ConfigError
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.topology import Topology, TopologyKind, make_topology
-from distcalc.units import format_rate, format_size, format_time, parse_rate, parse_size_range, parse_time
-
-KINDS = [k.value for k in CollectiveKind] + [SEND_RECV]
-DEFAULTS = {"topology": "switch", "gpus": 8, "size": "1GiB", "bandwidth": "100GB/s", "latency": "5us",
-            "intra_bandwidth": "450GB/s", "intra_latency": "1us", "inter_bandwidth": "50GB/s",
-            "inter_latency": "5us", "plot_sweep": "1KiB..8GiB"}
+from distcalc.units import format_rate, format_size, format_time, parse_size_range
 
 TOPOLOGY_HELP = {
     TopologyKind.RING: "physical ring, two neighbour links per GPU (1D torus)",
-    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32), --oversubscription s:1",
+    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32; the last leaf may be "
+                       "partly filled), --oversubscription s:1",
     TopologyKind.SWITCH: "ideal non-blocking switch, one port of B per GPU (--in-network-reduction: NVLS/SHARP)",
     TopologyKind.HIERARCHICAL: "g GPUs per node on NVLink (B1, α1) + one NIC per GPU on rails (B2, α2)",
     TopologyKind.MESH: "2D/3D mesh without wraparound (--shape, default most-square)",
     TopologyKind.TORUS: "1D/2D/3D torus with wraparound (--shape, default most-square 2D)",
 }
-
-
-
-
-def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: Optional[str],
-                   shape: Optional[str], gpus_per_node: Optional[int], intra_bandwidth: Optional[str],
-                   intra_latency: Optional[str], inter_bandwidth: Optional[str], inter_latency: Optional[str],
-                   in_network_reduction: bool, oversubscription: float = 1.0) -> Topology:
-    """Turn the shared topology options (design §4) into a :class:`Topology`; defaults as in ``--help``."""
-    try:
-        kind = TopologyKind(topology.strip().lower())
-    except ValueError:
-        valid = ", ".join(k.value for k in TopologyKind)
-        raise TopologyError(f"--topology {topology!r} is unknown: valid topologies are {valid}") from None
-    rate = lambda name, text: parse_or_exit(parse_rate, text, name)  # noqa: E731
-    time = lambda name, text: parse_or_exit(parse_time, text, name)  # noqa: E731
-    if kind == TopologyKind.HIERARCHICAL:
-        b1 = rate("--intra-bandwidth", intra_bandwidth or bandwidth or DEFAULTS["intra_bandwidth"])
-        a1 = time("--intra-latency", intra_latency or latency or DEFAULTS["intra_latency"])
-        b2 = rate("--inter-bandwidth", inter_bandwidth or DEFAULTS["inter_bandwidth"])
-        a2 = time("--inter-latency", inter_latency or DEFAULTS["inter_latency"])
-        return make_topology(kind, gpus, b1, a1, gpus_per_node=gpus_per_node, inter_bandwidth_bytes_per_s=b2,
-                             inter_latency_s=a2)
-    for name, value in (("--intra-bandwidth", intra_bandwidth), ("--intra-latency", intra_latency),
-                        ("--inter-bandwidth", inter_bandwidth), ("--inter-latency", inter_latency)):
-        if value is not None:
-            raise TopologyError(f"{name} {value!r} applies only to --topology hierarchical, not {kind.value}")
-    b = rate("--bandwidth", bandwidth or DEFAULTS["bandwidth"])
-    a = time("--latency", latency or DEFAULTS["latency"])
-    return make_topology(kind, gpus, b, a, shape=shape, gpus_per_node=gpus_per_node,
-                         in_network_reduction=in_network_reduction, oversubscription=oversubscription)
-
-
-def _records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst: int) -> list:
-    if kind == SEND_RECV:
-        if algorithm not in ("auto", "all", Algorithm.P2P):
-            raise AlgorithmError(f"algorithm {algorithm.value!r} is not valid for send-recv: valid is p2p")
-        return [send_recv_cost(size, topo, src, dst)]
-    if algorithm == "all":
-        return collective_costs(kind, size, topo)
-    return [collective_cost(kind, size, topo, algorithm)]
-
-
-def _lower_bound_s(kind: str, size: int, topo: Topology, records: list) -> float:
-    if kind == SEND_RECV:
-        return float(records[0].time_s)  # the one-link send is its own bound (spec §3: trivially met)
-    return float(lower_bound(kind, size, topo).time_s)
-
-
-def _result_dict(record: Any, kind: str, topo: Topology) -> dict:
-    out = record.as_dict()
-    out["algbw_bytes_per_s"], out["busbw_bytes_per_s"] = algbw_busbw(kind, record.size_bytes, record.time_s,
-                                                                     topo.gpus)
-    return out
 
 
 def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
@@ -98,7 +42,7 @@ def _render_single(kind: str, size: int, topo: Topology, records: list, bound: f
                    "algbw", "busbw"):
         table.add_column(column, justify="left" if column in ("algorithm", "formula") else "right")
     for record in records:
-        row = _result_dict(record, kind, topo)
+        row = result_dict(record, kind, topo)
         table.add_row(row["algorithm"], str(row["formula_id"]), format_time(row["time_s"]),
                       format_time(row["latency_term_s"]), format_time(row["bandwidth_term_s"]), str(row["steps"]),
                       format_size(row["bytes_sent_per_gpu"]), _rate(row["algbw_bytes_per_s"]),
@@ -119,6 +63,10 @@ def topology_summary(topo: Topology) -> str:
                 f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
                 f"{format_time(float(topo.inter_latency_s))})")
     shape = f" {'x'.join(map(str, topo.shape))}" if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) else ""
+    if topo.kind == TopologyKind.TREE and topo.gpus > 1:
+        over = f", uplinks {topo.oversubscription:g}:1" if topo.nodes > 1 else ""
+        return (f"tree of {topo.gpus} GPUs [{topo.leaf_layout}{over}] ({format_rate(topo.bandwidth_bytes_per_s)}, "
+                f"{format_time(topo.latency_s)})")
     return (f"{topo.kind.value}{shape} of {topo.gpus} GPUs ({format_rate(topo.bandwidth_bytes_per_s)}, "
             f"{format_time(topo.latency_s)})")
 
@@ -130,7 +78,7 @@ def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src
     series: dict[str, list] = {}
     for size in sweep:
         chosen = "all" if algorithm == "auto" else algorithm
-        for record in _records(kind, size, topo, chosen, src, dst):
+        for record in records(kind, size, topo, chosen, src, dst):
             series.setdefault(record.algorithm.value, []).append(float(record.time_s))
     bound = None if kind == SEND_RECV else [float(lower_bound(kind, s, topo).time_s) for s in sweep]
     plot_time_vs_size(sweep, series, path, title=f"{kind} on {topology_summary(topo)}", lower_bound_s=bound)
@@ -150,14 +98,16 @@ def collective_command(
                                         "[default: most-square 2D]."),
     gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
                                                 help="Hierarchical: GPUs per node g [default: 8]; tree: GPUs "
-                                                     "per leaf [default: 32]."),
+                                                     "per leaf, a divisor of N or a power of two [default: N if "
+                                                     "N <= 32, else 32 with a partly filled last leaf]."),
     intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth",
                                                   help="Hierarchical NVLink B1 per GPU [default: 450GB/s]."),
     intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [default: 1us]."),
     inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth",
                                                   help="Hierarchical NIC B2 per GPU [default: 50GB/s]."),
     inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [default: 5us]."),
-    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest) or all."),
+    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest), all, or nccl "
+                                  "(NCCL's own choice and time; needs --cluster)."),
     in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
                                               help="Switch with in-network reduction (NVLS/SHARP)."),
     oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
@@ -168,13 +118,21 @@ def collective_command(
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
                                               "calibrate`: replaces α and B with the values fitted for KIND."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
+    nccl_version: str = typer.Option("2.20.5", "--nccl-version", help="--algorithm nccl: 2.18.5 or 2.20.5."),
+    nccl_algo: Optional[str] = typer.Option(None, "--nccl-algo", help="--algorithm nccl: allowed algorithms "
+                                            "as NCCL_ALGO (ring,tree,nvls,nvls-tree,collnet-direct,collnet-chain)."),
+    nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "
+                                             "as NCCL_PROTO (LL,LL128,Simple)."),
+    collnet: bool = typer.Option(False, "--collnet", help="--algorithm nccl: the fabric has SHARP (CollNet)."),
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
     Defaults: --topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s --latency 5us; hierarchical uses
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
-    kind_name = _parse_cli_kind(kind)
+    kind_name = parse_collective_kind(kind)
     check_topology_options(gpus, gpus_per_node, oversubscription)
     if kind_name == SEND_RECV:
         check_send_recv(gpus, src, dst)
@@ -183,23 +141,25 @@ def collective_command(
                           "bandwidths would be undefined)")
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    sizes = parse_or_exit(parse_size_range, size, "--size")
-    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
+    request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
+    if is_nccl(request):
+        _nccl_command(request, json_output)
+        return
+    topo = None
     if calibration:  # bench/calibration: α and B fitted to measurements of this collective
         from distcalc.calibration import calibrated_topology, load_calibration
 
-        topo = calibrated_topology(topo, kind_name, load_calibration(calibration),
-                                   sizes[0] if len(sizes) == 1 else None)
-    choice = parse_algorithm(algorithm)
-    if kind_name != SEND_RECV and choice not in ("auto", "all") and choice not in valid_algorithms(kind_name, topo):
-        collective_cost(kind_name, sizes[0], topo, choice)  # raises AlgorithmError listing the valid ones
-    per_size = [(s, _records(kind_name, s, topo, choice, src, dst)) for s in sizes]
-    bounds = [_lower_bound_s(kind_name, s, topo, recs) for s, recs in per_size]
+        sizes = parse_option(parse_size_range, size, "--size")
+        topo = calibrated_topology(request.build_topology(), parse_collective_kind(kind),
+                                   load_calibration(calibration), sizes[0] if len(sizes) == 1 else None)
+    run = run_collective(request, topo)
+    kind_name, sizes, topo, per_size, bounds = run["kind"], run["sizes"], run["topo"], run["per_size"], run["bounds"]
     if plot:
-        _plot(plot, kind_name, sizes, topo, choice, src, dst)
+        _plot(plot, kind_name, sizes, topo, run["choice"], src, dst)
     if json_output:
-        payload = _payload(kind_name, topo, per_size, bounds, plot)
+        payload = collective_payload(run)
+        if plot:
+            payload["plot"] = plot
         emit_json(dict(payload, calibration=calibration) if calibration else payload)
         return
     if len(sizes) == 1:
@@ -227,34 +187,13 @@ def check_send_recv(gpus: int, src: int, dst: int) -> None:
                           f"in 0..{gpus - 1}")
 
 
-def _parse_cli_kind(text: str) -> str:
-    if text.strip().lower() in (SEND_RECV, "sendrecv", "send_recv", "p2p"):
-        return SEND_RECV
-    try:
-        return parse_kind(text).value
-    except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
-
-
-def _payload(kind: str, topo: Topology, per_size: list, bounds: list, plot: Optional[str]) -> dict:
-    if len(per_size) == 1:
-        size, records = per_size[0]
-        best = min(records, key=lambda r: r.time_s)
-        out = {"collective": kind, "size_bytes": size, "topology": topo.describe(),
-               "results": [_result_dict(r, kind, topo) for r in records], "best": best.algorithm.value,
-               "best_time_s": best.time_s, "lower_bound_s": bounds[0]}
+def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
+    """``--algorithm nccl``: NCCL's own choice (algorithm, protocol, channels) and time on a cluster preset."""
+    run = run_nccl(request)
+    if json_output:
+        emit_json(nccl_json(run, request.gpus))
     else:
-        results, best = [], []
-        for size, records in per_size:
-            for record in records:
-                results.append({"size_bytes": size, **_result_dict(record, kind, topo)})
-            winner = min(records, key=lambda r: r.time_s)
-            best.append({"size_bytes": size, "algorithm": winner.algorithm.value, "time_s": winner.time_s})
-        out = {"collective": kind, "size_bytes": [s for s, _ in per_size], "topology": topo.describe(),
-               "results": results, "best": best, "lower_bound_s": bounds}
-    if plot:
-        out["plot"] = plot
-    return out
+        render_nccl(run["kind"], run["estimates"], run["cluster"], request.gpus)
 
 
 def _render_range(kind: str, topo: Topology, per_size: list, bounds: list) -> None:

@@ -6,11 +6,8 @@ computation lives in the library modules.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 import functools
 import json
-import math
 import sys
 from typing import Any, Callable, TypeVar
 
@@ -18,7 +15,9 @@ import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
-from distcalc.inputs import excerpt, shorten
+from distcalc.inputs import shorten
+from distcalc.jobs.base import parse_option, validation_item_message
+from distcalc.jobs.jsonable import to_jsonable
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
 # so tables are not truncated to 'algor…'.
@@ -61,46 +60,18 @@ def handle_errors(function: F) -> F:
 
 def _short_validation_message(error: Exception) -> str:
     try:
-        parts = []
-        for item in error.errors():  # type: ignore[attr-defined]
-            location = ".".join(str(x) for x in item.get("loc", ()))
-            parts.append(f"{location}: {item.get('msg')} (got {excerpt(item.get('input'))})")
-        return shorten("; ".join(parts), 500)
+        return shorten("; ".join(validation_item_message(item) for item in error.errors()), 500)  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - defensive
         return str(error).splitlines()[0]
 
 
-def to_jsonable(value: Any) -> Any:
-    """Convert dataclasses, pydantic models, enums, numpy scalars/arrays into plain JSON types."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if hasattr(value, "model_dump"):
-        return to_jsonable(value.model_dump())
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, dict):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [to_jsonable(v) for v in value]
-    if hasattr(value, "tolist"):  # numpy
-        return to_jsonable(value.tolist())
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+#: A unit parser run on an option value, the option named in its error (kept under its CLI name).
+parse_or_exit = parse_option
 
 
 def emit_json(payload: Any) -> None:
     """Print one JSON object on stdout and nothing else."""
     sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
-
-
-def parse_or_exit(parser: Callable[[str], Any], text: str, option: str) -> Any:
-    """Run a unit parser on an option value; on error re-raise the same error type with the option named
-    (``--size: invalid size '-1': ...``), which :func:`handle_errors` turns into exit code 2."""
-    try:
-        return parser(text)
-    except DistcalcError as error:
-        raise type(error)(f"{option}: {error}") from None
 
 
 def emit_report(report: Any, *, json_output: bool, plot: Any, render: Callable[[], None]) -> None:

@@ -10,12 +10,11 @@ from rich.table import Table
 
 from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_report, handle_errors
-from distcalc.hardware import load_gpu
-from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
-from distcalc.model import load_model
+from distcalc.jobs.memory import MemoryRequest, run_memory
+from distcalc.memory import MemoryReport, Recipe
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
-from distcalc.units import format_size, parse_size
+from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.units import format_size
 
 # Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
 SEGMENTS = (
@@ -145,22 +144,12 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
         check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, micro_batch=micro_batch,
-                                    global_batch=global_batch, seq_len=seq_len))
+                                    global_batch=global_batch, seq_len=seq_len), upper_only=True)
         check_float(allocator_reserve, "--allocator-reserve", 0.0, 0.99)
         if plot is not None:
             check_output_path(plot, "--plot", PLOT_SUFFIXES)
-        spec = load_model(model)
-        device = load_gpu(gpu) if gpu else None
-        config = ParallelConfig(
-            gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero,
-            distributed_optimizer=distributed_optimizer, sequence_parallel=sequence_parallel, recompute=recompute,
-            micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len, schedule=schedule, dtype=dtype,
-            flash_attention=flash_attention, account_for_embedding_and_loss=account_for_embedding_and_loss,
-        )
-        options = MemoryOptions(recipe=recipe, comm_buffer_bytes=parse_size(comm_buffer, allow_zero=True),
-                                cuda_context_bytes=parse_size(cuda_context, allow_zero=True),
-                                allocator_reserve_fraction=allocator_reserve)
-        report = memory_report(spec, config, device, options)
+        request = MemoryRequest(**{k: v for k, v in locals().items() if k in MemoryRequest.model_fields})
+        report = run_memory(request, allow_files=True)
         if plot is not None:
             plot_memory(report, plot)
         emit_report(report, json_output=json_output, plot=plot, render=lambda: _render(report))

@@ -9,38 +9,18 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.calibration import load_calibration
-from distcalc.cli.checks import MAX_GPU_COUNTS, check_float, check_gpu_counts, check_ranges, training_rules
+from distcalc.cli.checks import MAX_GPU_COUNTS, MAX_GPUS, check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_json, handle_errors
-from distcalc.cluster import load_cluster
-from distcalc.errors import ConfigError
-from distcalc.model import load_model
+from distcalc.jobs.search import SearchRequest, run_search, search_payload
 from distcalc.outputs import CSV_SUFFIXES, check_output_path
-from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
+from distcalc.search import SearchResult
 from distcalc.search.counts import GPUS_HELP
-from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
-from distcalc.units import format_size, format_time, parse_size, parse_time
+from distcalc.search.space import COLUMNS
+from distcalc.units import format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 MAX_FRONT_ROWS = 12
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")
-
-
-def _choice_list(text: str | None, valid: tuple, option: str, convert=str) -> tuple:
-    """``"a,b"`` → (a, b), every item one of ``valid``; None → every valid value."""
-    if text is None:
-        return valid
-    items = []
-    for part in str(text).split(","):
-        try:
-            item = convert(part.strip())
-        except ValueError:
-            item = None
-        if item not in valid:
-            shown = ", ".join(str(v) for v in valid)
-            raise ConfigError(f"invalid {option} {part.strip()!r}: valid values are {shown} (comma-separated)")
-        items.append(item)
-    return tuple(dict.fromkeys(items))
 
 
 def _config_label(row: dict[str, Any]) -> str:
@@ -60,36 +40,6 @@ def _config_label(row: dict[str, Any]) -> str:
     if row.get("account_for_embedding_and_loss"):
         parts.append("emb/loss split")
     return " ".join(parts)
-
-
-def payload(result: SearchResult, top: int) -> dict[str, Any]:
-    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting)."""
-    metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")
-    keep = ("gpus", *COLUMNS, *metric_keys)
-    rejections = result.rejections()
-    return {
-        "model": {"name": result.model, "parameters": result.parameters},
-        "cluster": result.cluster,
-        "gpus": [c.gpus for c in result.counts],
-        "global_batch": result.global_batch,
-        "seq_len": result.seq_len,
-        "headroom": result.headroom,
-        "gpu_memory_bytes": result.gpu_memory_bytes,
-        "universe": result.universe,
-        "evaluated": result.evaluated,
-        "feasible": result.feasible,
-        "rejected": rejections.by_reason,
-        "rejected_rules": rejections.rules,
-        "equivalent_skipped": rejections.equivalent,
-        "wall_time_s": result.wall_time_s,
-        "results": [{k: r[k] for k in keep} for r in result.top(top)],
-        "pareto": [{k: r[k] for k in keep} for r in result.pareto_memory()],
-        "pareto_gpus": [{k: r[k] for k in keep} for r in result.pareto_gpus()] if len(result.counts) > 1 else [],
-        "per_gpus": [{"gpus": c.gpus, "universe": c.universe, "evaluated": c.valid, "feasible": c.feasible}
-                     for c in result.counts],
-        "min_gpus": result.min_gpus,
-        "targets": result.targets,
-    }
 
 
 def write_csv(result: SearchResult, path: Path) -> int:
@@ -175,34 +125,17 @@ def register(app: typer.Typer) -> None:
             "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
-        # below 1 the search names the field itself (global_batch / seq_len); here: the upper ends
-        check_ranges([*training_rules(global_batch=max(global_batch, 1), seq_len=max(seq_len, 1)),
-                      ("--top", top, 1, 1_000_000)])
+        check_ranges([*training_rules(global_batch=global_batch, seq_len=seq_len), ("--top", top, 1, 1_000_000)],
+                     upper_only=True)
         check_float(headroom, "--headroom", 0.0, 0.99)
         if output is not None:
             check_output_path(output, "--output", CSV_SUFFIXES)
-        spec = load_model(model)
-        cluster_spec = load_cluster(cluster, gpu=gpu)
-        calibration_data = load_calibration(calibration) if calibration is not None else None
-        counts = check_gpu_counts(parse_gpu_counts(gpus), "--gpus")
-        if min_gpus and len(counts) == 1:
-            counts = check_gpu_counts(min_gpus_candidates(counts[0], cluster_spec.gpus_per_node),
-                                      f"--min-gpus below --gpus {counts[0]}")
-        choices = SpaceChoices(
-            zero=_choice_list(zero, ZERO_CHOICES, "--zero", int),
-            recompute=_choice_list(recompute, RECOMPUTE_CHOICES, "--recompute"),
-            schedule=_choice_list(schedule, SCHEDULE_CHOICES, "--schedule"),
-        )
-        result = search(
-            spec, cluster_spec, counts, global_batch=global_batch, seq_len=seq_len, headroom=headroom,
-            choices=choices, min_gpus=min_gpus,
-            target_step_time_s=None if target_step_time is None else parse_time(target_step_time, allow_zero=False),
-            target_memory_bytes=None if target_memory is None else parse_size(target_memory),
-            calibration=calibration_data, gpu_speed_cv=gpu_speed_cv,
-        )
+        request = SearchRequest(**{k: v for k, v in locals().items() if k in SearchRequest.model_fields})
+        result = run_search(request, allow_files=True, calibration=calibration,
+                            max_counts=MAX_GPU_COUNTS, max_gpus=MAX_GPUS)
         written = write_csv(result, output) if output is not None else None
         if json_output:
-            data = payload(result, top)
+            data = search_payload(result, top)
             if calibration is not None:
                 data["calibration"] = str(calibration)
             if output is not None:

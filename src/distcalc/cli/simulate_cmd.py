@@ -9,24 +9,15 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.checks import check_ranges
-from distcalc.cli.collective_cmd import DEFAULTS, build_topology, check_topology_options, topology_summary
-from distcalc.cli.common import console, emit_json, handle_errors, parse_or_exit
-from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
-from distcalc.errors import AlgorithmError
-from distcalc.inputs import excerpt
+from distcalc.cli.collective_cmd import check_topology_options, topology_summary
+from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.errors import DistcalcError
+from distcalc.jobs.collective import DEFAULTS
+from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.simulate import SimulationResult, node_name, simulate
+from distcalc.simulate import SimulationResult, node_name
 from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
-from distcalc.units import format_size, format_time, parse_size
-
-KINDS = [k.value for k in CollectiveKind]
-
-
-def _check_kind(text: str) -> str:
-    try:
-        return parse_kind(text).value
-    except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
+from distcalc.units import format_size, format_time
 
 
 def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
@@ -83,6 +74,8 @@ def simulate_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
                                                             "per-step timeline."),
+    cluster: Optional[str] = typer.Option(None, "--cluster", help="Cluster preset (as analyze): the topology "
+                                          "--gpus consecutive ranks span; link flags override it."),
 ) -> None:
     """Execute the algorithm on simulated ranks, verify the result, route every transfer over the links and
     compare the simulated time with the analytic formula.
@@ -90,28 +83,19 @@ def simulate_command(
     Defaults as for `distcalc collective` (--topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s
     --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
     """
-    kind_name = _check_kind(kind)
     check_topology_options(gpus, gpus_per_node, oversubscription, MAX_SIMULATED_GPUS)
     check_ranges([("--elements", elements, 1, MAX_ELEMENTS), ("--segments", segments, 1, MAX_ELEMENTS),
                   ("--seed", seed, 0, 2**63 - 1)])
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    size_bytes = parse_or_exit(parse_size, size, "--size")
-    topo = build_topology(topology, gpus, bandwidth, latency, shape, gpus_per_node, intra_bandwidth,
-                          intra_latency, inter_bandwidth, inter_latency, in_network_reduction, oversubscription)
-    choice = parse_algorithm(algorithm)
-    names = valid_algorithms(kind_name, topo) if choice == "all" else [choice]
-    results = [simulate(kind_name, size_bytes, topo, name, elements_per_chunk=elements, seed=seed,
-                        segments=segments) for name in names]
-    results.sort(key=lambda r: r.time_s) if choice == "all" else None
+    request = SimulateRequest(**{k: v for k, v in locals().items() if k in SimulateRequest.model_fields})
+    results, every = run_simulate(request)
     if plot:
         from distcalc.simulate.plot import plot_simulation
 
         plot_simulation(results[0], plot)
     if json_output:
-        payload = results[0].as_dict()
-        if choice == "all":
-            payload["results"] = [r.as_dict() for r in results]
+        payload = simulate_payload(results, every)
         if plot:
             payload["plot"] = plot
         emit_json(payload)

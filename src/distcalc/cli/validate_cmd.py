@@ -9,7 +9,11 @@ from rich.table import Table
 
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.errors import ConfigError
-from distcalc.validation import CASE_SETS, CaseSet, ValidationCase
+from distcalc.validation import CASE_SETS, CaseSet, SkippedCase, ValidationCase
+from distcalc.validation.summary import GroupSummary, group_summaries
+
+# Quantities summarised per source when a set's cases carry a group: (unit, JSON key, title).
+SUMMARY_QUANTITIES = (("s", "step_time", "step time"), ("GiB", "peak_memory", "peak memory"))
 
 
 def _format_error(case: ValidationCase) -> tuple[str, str]:
@@ -27,6 +31,42 @@ def _select(names: list[str] | None) -> list[CaseSet]:
     return [CASE_SETS[n] for n in names]
 
 
+def _summaries(cases: list[ValidationCase], skipped: list[SkippedCase]) -> dict[str, list[GroupSummary]]:
+    """Per-source summaries of a set whose cases carry a group (empty otherwise)."""
+    if not any(c.group for c in cases):
+        return {}
+    return {key: group_summaries(cases, skipped, unit) for unit, key, _ in SUMMARY_QUANTITIES
+            if any(c.unit == unit for c in cases)}
+
+
+def _pct(value: float | None) -> str:
+    return "" if value is None else f"{100 * value:.1f} %"
+
+
+def _summary_table(name: str, title: str, summaries: list[GroupSummary]) -> Table:
+    table = Table(title=f"{name}: {title} per source (relative error)")
+    for column in ("source", "rows", "runnable", "mean |err|", "max |err|", "signed mean", "other tool",
+                   "its mean |err|", "ours, same rows"):
+        table.add_column(column, justify="left" if column in ("source", "other tool") else "right",
+                         no_wrap=column == "source")
+    for s in summaries:
+        ran = s.runnable > 0
+        table.add_row(s.group, str(s.rows), str(s.runnable), _pct(s.mean_abs_error if ran else None),
+                      _pct(s.max_abs_error if ran else None), f"{100 * s.signed_mean_error:+.1f} %" if ran else "",
+                      s.other_tool, _pct(s.other_tool_mean_abs_error), _pct(s.ours_on_other_tool_rows),
+                      end_section=s is summaries[-2])
+    return table
+
+
+def _skipped_table(name: str, skipped: list[SkippedCase]) -> Table:
+    table = Table(title=f"{name}: rows not compared, with the reason")
+    for column in ("case", "source", "reason"):
+        table.add_column(column, no_wrap=column == "case")
+    for skip in skipped:
+        table.add_row(skip.case, skip.group, skip.reason)
+    return table
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``validate`` command."""
 
@@ -38,20 +78,25 @@ def register(app: typer.Typer) -> None:
         strict: Annotated[bool, typer.Option(help="exit 1 if any case fails")] = False,
     ) -> None:
         """Run the validation case sets: predicted vs published, error, tolerance, pass/fail per case."""
-        results = [(case_set, case_set.run()) for case_set in _select(set_names)]
-        all_passed = all(c.passed for _, cases in results for c in cases)
+        results = [(case_set, case_set.run(), case_set.skipped() if case_set.skipped else [])
+                   for case_set in _select(set_names)]
+        all_passed = all(c.passed for _, cases, _ in results for c in cases)
         if json_output:
-            emit_json({
-                "sets": [{
-                    "name": cs.name, "description": cs.description, "source": cs.source,
-                    "cases": [c.to_dict() for c in cases],
-                    "max_abs_error": max((abs(c.error) for c in cases), default=0.0),
-                    "passed": all(c.passed for c in cases),
-                } for cs, cases in results],
-                "passed": all_passed,
-            })
+            sets = []
+            for cs, cases, skipped in results:
+                entry = {"name": cs.name, "description": cs.description, "source": cs.source,
+                         "cases": [c.to_dict() for c in cases],
+                         "max_abs_error": max((abs(c.error) for c in cases), default=0.0),
+                         "passed": all(c.passed for c in cases)}
+                summaries = _summaries(cases, skipped)
+                if summaries:
+                    entry["summary"] = {key: [s.to_dict() for s in rows] for key, rows in summaries.items()}
+                if cs.skipped:
+                    entry["not_compared"] = [s.to_dict() for s in skipped]
+                sets.append(entry)
+            emit_json({"sets": sets, "passed": all_passed})
         else:
-            for case_set, cases in results:
+            for case_set, cases, skipped in results:
                 table = Table(title=f"{case_set.name}: {case_set.description}", caption=case_set.source)
                 for column in ("case", "predicted", "published", "unit", "error", "tolerance", "result"):
                     table.add_column(column, justify="left" if column in ("case", "unit") else "right",
@@ -64,5 +109,11 @@ def register(app: typer.Typer) -> None:
                 console.print(table)
                 passed = sum(c.passed for c in cases)
                 console.print(f"{case_set.name}: {passed}/{len(cases)} within tolerance\n")
+                for unit, key, title in SUMMARY_QUANTITIES:
+                    summaries = _summaries(cases, skipped).get(key)
+                    if summaries:
+                        console.print(_summary_table(case_set.name, title, summaries))
+                if skipped:
+                    console.print(_skipped_table(case_set.name, skipped))
         if strict and not all_passed:
             raise typer.Exit(1)

@@ -5,6 +5,16 @@ Setup (spec A12): one NIC of B per GPU to a leaf switch, n_l GPUs per leaf, leaf
 leaf's n_l ranks send across the spine runs at max(1, s·c/n_l) times its switch time. Each function returns
 the *extra* bandwidth time over the ideal-switch formula as a coefficient of M/B, so tree cost = switch cost
 + coefficient·M/B; with one leaf or s = 1 every coefficient is 0 (the ideal switch, spec §2.5).
+
+A partly filled last leaf (``distcalc.topology.build.tree_leaf_size``: N not a multiple of n_l, n_l a power
+of two, so every leaf starts at a multiple of n_l) is the same leaf switch with fewer GPUs plugged in: its
+uplinks stay n_l·B/s, as a leaf's uplinks are cabled to the spines whatever its host ports hold (a k-port
+leaf of a folded Clos has k/2 up and k/2 down ports, Al-Fares et al. SIGCOMM 2008). Leaf 0 is then always
+full and each formula below holds unchanged: one crossing flow per leaf (ring, binomial, linear, chain) is
+one flow on any leaf; a leaf of c ≤ n_l ranks carries at most as many shift-pattern crossings
+(``_shift_factor``) and c·(N − c)/N ≤ n_l·(N − n_l)/N direct-exchange bytes ((c − n_l)(N − c − n_l) ≤ 0);
+XOR patterns need N a power of two, where a power-of-two leaf divides N. [D]; the simulator, which routes
+every transfer over these links, agrees exactly (tests/test_tree_any_n.py).
 """
 
 from __future__ import annotations
@@ -20,7 +30,10 @@ def _xor_factor(distance: int, leaf: int, leaves: int, s: float) -> float:
 
 
 def _shift_factor(shift: int, n: int, leaf: int, leaves: int, s: float) -> float:
-    # Partner (rank + shift) mod N: count the leaf's ranks whose partner is in another leaf.
+    # Partner (rank + shift) mod N: count the leaf's ranks whose partner is in another leaf. On the cycle of N
+    # ranks an arc of c ranks and its rotation by d share max(0, c − d) + max(0, c − (N − d)) ranks wherever
+    # the arc starts, so the crossing count depends only on c and is largest for a full leaf (c = n_l): leaf 0
+    # sets the step, a partly filled last leaf included.
     if leaves <= 1:
         return 1.0
     d = shift % n

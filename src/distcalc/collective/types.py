@@ -60,8 +60,10 @@ class Algorithm(str, enum.Enum):
     P2P = "p2p"
 
 
-#: Seed-tool and convenience aliases accepted by :func:`parse_algorithm`.
+#: Seed-tool and convenience aliases accepted by :func:`parse_algorithm`. The seed's "binary tree" AllReduce
+#: 2⌈log2 N⌉(α + M/B) and Broadcast ⌈log2 N⌉(α + M/B) are the binomial tree's costs (F17, F08).
 ALGORITHM_ALIASES = {"tree": Algorithm.BINOMIAL_TREE, "binomial": Algorithm.BINOMIAL_TREE,
+                     "binary-tree": Algorithm.BINOMIAL_TREE,
                      "dbt": Algorithm.DOUBLE_BINARY_TREE, "nvls": Algorithm.IN_NETWORK,
                      "sharp": Algorithm.IN_NETWORK, "snake": Algorithm.SNAKE_RING}
 

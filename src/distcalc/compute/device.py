@@ -57,6 +57,7 @@ import numpy as np
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.parallel import Precision
 
 ArrayLike = Any
 
@@ -80,7 +81,8 @@ class DeviceCompute:
     kernel_overhead_s: float  #: per-kernel launch + tail time
     flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
     flash_backward_efficiency: float
-    #: bytes per A/B operand element (2 for bf16/fp16, 1 for fp8): L2 tile traffic and the streaming floor
+    #: bytes per A/B operand element (2 for bf16/fp16, 1 for fp8, MX/NV formats with their block scales):
+    #: L2 tile traffic and the streaming floor (:attr:`distcalc.parallel.Precision.operand_bytes`)
     operand_bytes: float = 2.0
     #: sm90+ persistent warp-specialised kernels overlap the epilogue with the next tile's main loop
     epilogue_overlapped: bool = False
@@ -91,6 +93,8 @@ class DeviceCompute:
     attention: "DeviceCompute | None" = None
     #: P_power: sustained tensor-core FLOP/s under the board power limit (inf: not measured, no cap)
     power_limited_flops_per_s: float = float("inf")
+    #: HBM bytes per element of the kernel that quantises a GEMM operand (0: 16-bit, nothing to quantise)
+    quantize_bytes_per_element: float = 0.0
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -206,7 +210,8 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     sm = int(entry["sm_count"])
     l2 = float(entry["l2_bandwidth_bytes_per_s"])
     mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / _peak_for_dtype(gpu, "bf16")
-    operand_bytes = 1.0 if _is_fp8(dtype) else 2.0
+    precision = _precision(dtype)
+    operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
                                      overlapped)
@@ -217,7 +222,8 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         flash_forward_efficiency=float(entry["flash_forward_efficiency"]),
         flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
         operand_bytes=operand_bytes, epilogue_overlapped=overlapped,
-        attention=load_device(gpu, "bf16") if _is_fp8(dtype) else None,
+        attention=load_device(gpu, "bf16") if precision.low_precision else None,
+        quantize_bytes_per_element=precision.quantize_bytes_per_element,
         power_limited_flops_per_s=_power_limit(entry, dtype),
     )
 
@@ -235,8 +241,13 @@ def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
     return device.attention or device
 
 
-def _is_fp8(dtype: Any) -> bool:
-    return str(getattr(dtype, "value", dtype)).lower() == "fp8"
+def _precision(dtype: Any) -> Precision:
+    """The :class:`~distcalc.parallel.Precision` of a dtype name (a training precision; others are refused)."""
+    try:
+        return Precision(str(getattr(dtype, "value", dtype)).lower())
+    except ValueError:
+        raise ConfigError(f"dtype {dtype!r} is not a training precision; valid: "
+                          f"{', '.join(p.value for p in Precision)}") from None
 
 
 def _peak_for_dtype(gpu: Any, dtype: str) -> float:

@@ -7,7 +7,8 @@ al. 2022 §4.2.2):
 * GEMMs ``(batch, m, n, k)``: QKV ``(1, T, qkv/t, h)``, output projection ``(1, T, h, a·d_v/t)``, MLP
   ``(1, T, m·f/t, h)`` and ``(1, T, h, f/t)`` (m = 2 for a gated MLP's fused gate+up); MoE layers:
   router ``(1, T, E, h)`` and the local experts as a grouped GEMM ``(E/ep, T·k·ep/E, m·f_e/t, h)``,
-  ``(E/ep, T·k·ep/E, h, f_e/t)``, plus shared experts as a dense MLP. Backward of each: the input
+  ``(E/ep, T·k·ep/E, h, f_e/t)`` whose per-expert weights stream from HBM beside the math
+  (:mod:`distcalc.compute.grouped`), plus shared experts as a dense MLP. Backward of each: the input
   gradient ``(batch, m, k, n)`` and the weight gradient ``(batch, k, n, m)``, the latter accumulating into
   an fp32 ``main_grad`` (8 bytes read+write per output element, Megatron-LM gradient-accumulation fusion).
 * Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
@@ -22,11 +23,13 @@ al. 2022 §4.2.2):
   6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
   6 B backward; SwiGLU 6 B / 10 B per f-element. RoPE on q and k: 4 B each way.
 
-FP8 (``device.operand_bytes == 1``; TransformerEngine, Micikevicius et al. 2022 "FP8 Formats for Deep
+Low precision (``device.quantize_bytes_per_element`` > 0; TransformerEngine, Micikevicius et al. 2022 "FP8 Formats for Deep
 Learning"): an FP8 GEMM needs its operands quantised, and Hopper's FP8 tensor cores take only the TN
 layout, so the weight-gradient GEMM needs the transposed FP8 copies (cuBLASLt docs, FP8 matmul: "A must be
 transposed and B non-transposed"). TE's ``cast_transpose`` reads the 16-bit tensor once and writes the FP8
-tensor and its transpose: 4 bytes per element. Every layer GEMM's input is quantised that way in the
+tensor and its transpose: 4 bytes per element (MXFP8 and NVFP4 write a rowwise and a columnwise copy with
+their block scales: 2 + 2·(1 + 1/32) and 2 + 2·(0.5 + 1/16) bytes; :class:`distcalc.parallel.Precision`).
+Every layer GEMM's input is quantised that way in the
 forward pass and every output gradient in the backward pass (TE fuses some forward casts into the norm or
 the activation, which saves ≤ 2 of those 4 bytes there; not credited). Weights are quantised once per step
 and cached across micro-batches (not counted); amax reductions are negligible.
@@ -44,14 +47,13 @@ import numpy as np
 
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
+from distcalc.compute.grouped import expert_gemm_times
 
 ArrayLike = Any
 
 #: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
 WGRAD_ACCUMULATE_BYTES = 8.0
 ACT_BYTES = 2.0  # bf16/fp16 activations
-#: bytes per element of TransformerEngine's FP8 cast_transpose: read 16-bit, write FP8 and its transpose
-FP8_CAST_TRANSPOSE_BYTES = 4.0
 
 
 @dataclass(frozen=True)
@@ -151,12 +153,14 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
 
     fwd_gemm = dgrad = wgrad = 0.0
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
-    for batch, mm, nn, kk in gemms:
-        f, dg, wg = _gemm_fwd_bwd(batch, mm, nn, kk, device)
+    for i, (batch, mm, nn, kk) in enumerate(gemms):
+        expert = moe and i in (3, 4)  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
+        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if expert
+                     else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
-    fp8_casts = len(gemms) if device.operand_bytes == 1 else 0
+    fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
 
     attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
 
@@ -167,8 +171,8 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     fwd_bytes = stream * (2 * 4.0 + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * 4.0 + permute_bytes
     bwd_bytes = stream * (2 * 8.0 + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * 4.0 + permute_bytes
     if fp8_casts:
-        fwd_bytes = fwd_bytes + FP8_CAST_TRANSPOSE_BYTES * gemm_inputs
-        bwd_bytes = bwd_bytes + FP8_CAST_TRANSPOSE_BYTES * gemm_outputs
+        fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
+        bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
     kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts
     fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
     bwd_el = elementwise_time_s(bwd_bytes, device, kernels)

@@ -11,10 +11,11 @@ from __future__ import annotations
 from distcalc.memory.activations import in_flight_micro_batches, layer_activation_bytes
 from distcalc.memory.batch import formula_inputs, memory_batch, memory_worst_stage_bytes_batch
 from distcalc.memory.options import MemoryOptions
-from distcalc.memory.report import MemoryReport, StageMemory, memory_report
+from distcalc.memory.report import MemoryBasis, MemoryReport, StageMemory, memory_report
 from distcalc.memory.states import Recipe, bytes_per_parameter, model_state_bytes
 
 __all__ = [
+    "MemoryBasis",
     "MemoryOptions",
     "MemoryReport",
     "Recipe",

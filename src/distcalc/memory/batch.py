@@ -32,14 +32,16 @@ from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_coun
 
 def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=False, recompute=0,
                    micro_batch=1, num_micro_batches=None, global_batch=None, seq_len=4096, schedule=1,
-                   flash=True, fp8=False, account_for_embedding_and_loss=False,
+                   flash=True, weight_cache_bytes=0.0, account_for_embedding_and_loss=False,
                    options: MemoryOptions | None = None) -> dict[str, object]:
     """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from plain numbers or arrays.
 
     ``recompute`` and ``schedule`` are the integer codes of :class:`~distcalc.parallel.Recompute` /
     :class:`~distcalc.parallel.Schedule`; ``zero`` the effective ZeRO stage (distributed optimizer = 1);
-    give ``num_micro_batches`` or ``global_batch`` (m = global_batch / (micro_batch·dp)); ``fp8`` adds the
-    fp8 weight cache to the weight bytes; ``account_for_embedding_and_loss`` (bool or 0/1 array) gives the
+    give ``num_micro_batches`` or ``global_batch`` (m = global_batch / (micro_batch·dp)); ``weight_cache_bytes``
+    (bytes per parameter, scalar or array) adds the quantised weight copies of a low-precision recipe
+    (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes;
+    ``account_for_embedding_and_loss`` (bool or 0/1 array) gives the
     embedding and the loss a layer slot each in the pipeline split (module docstring)."""
     options = options or MemoryOptions()
     if num_micro_batches is None:
@@ -47,11 +49,10 @@ def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=F
             raise ValueError("give num_micro_batches or global_batch")
         num_micro_batches = np.asarray(global_batch) // (np.asarray(micro_batch) * np.asarray(dp))
     per_param = bytes_per_parameter(options.recipe, Precision.BF16)
-    fp8_extra = bytes_per_parameter(options.recipe, Precision.FP8)["weights"] - per_param["weights"]
     return dict(
         tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero, sequence_parallel=sequence_parallel,
         recompute=recompute, micro_batch=micro_batch, num_micro_batches=num_micro_batches, seq_len=seq_len,
-        schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.where(fp8, fp8_extra, 0.0),
+        schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.asarray(weight_cache_bytes, dtype=float),
         gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
         account_for_embedding_and_loss=account_for_embedding_and_loss,
     )

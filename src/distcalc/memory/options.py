@@ -5,8 +5,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.memory.states import Recipe
-
-MIB = 2**20
+from distcalc.units import MIB
 
 
 class MemoryOptions(BaseModel):

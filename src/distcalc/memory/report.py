@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import Any
 
 import numpy as np
@@ -15,6 +16,22 @@ from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines
 from distcalc.memory.states import bytes_per_parameter, zero_divisors
 from distcalc.model import ModelSpec, load_model
 from distcalc.parallel import ParallelConfig, Precision, validate_for_model
+
+class MemoryBasis(str, Enum):
+    """What a measured peak memory counts, as measurement tools report it.
+
+    * ``allocated``: ``torch.cuda.max_memory_allocated`` — tensors only: model states, activations and
+      workspaces; not NCCL's own buffers (``cudaMalloc``-ed by NCCL outside PyTorch), the CUDA context or
+      the caching allocator's unused reserve.
+    * ``reserved``: ``torch.cuda.max_memory_reserved`` — allocated plus the allocator's reserve.
+    * ``device``: nvidia-smi "memory used" — everything on the device: reserved plus NCCL buffers and the
+      CUDA context (= ``total_bytes``).
+    """
+
+    ALLOCATED = "allocated"
+    RESERVED = "reserved"
+    DEVICE = "device"
+
 
 HEADLINE_KEYS = ("total_bytes", "weights_bytes", "gradients_bytes", "optimizer_bytes", "activations_bytes",
                  "activations_per_layer_bytes")
@@ -48,6 +65,13 @@ class StageMemory(BaseModel):
     cuda_context_bytes: float
     allocator_reserve_bytes: float
     total_bytes: float
+
+    def peak_bytes(self, basis: MemoryBasis) -> float:
+        """This stage's peak on a measurement ``basis`` (:class:`MemoryBasis`); ``device`` is ``total_bytes``."""
+        if basis is MemoryBasis.DEVICE:
+            return self.total_bytes
+        reserved = self.total_bytes - self.communication_buffers_bytes - self.cuda_context_bytes
+        return reserved if basis is MemoryBasis.RESERVED else reserved - self.allocator_reserve_bytes
 
 
 class MemoryReport(BaseModel):
@@ -87,6 +111,8 @@ class MemoryReport(BaseModel):
         out: dict[str, Any] = {k: worst[k] for k in HEADLINE_KEYS}
         out.update({k: v for k, v in worst.items() if k not in out and k != "stage"})
         out["worst_stage"] = self.worst_stage
+        out.update({f"{basis.value}_bytes": max(s.peak_bytes(basis) for s in self.stages)
+                    for basis in (MemoryBasis.ALLOCATED, MemoryBasis.RESERVED)})
         out["gpu_memory_bytes"] = self.gpu.memory_bytes if self.gpu else None
         out["headroom_bytes"] = (self.gpu.memory_bytes - self.total_bytes) if self.gpu else None
         out["bytes_per_parameter"] = self.bytes_per_parameter
@@ -112,7 +138,7 @@ def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dic
         tp=config.tp, pp=config.pp, dp=config.data_parallel, cp=config.cp, ep=config.ep, vpp=config.vpp,
         zero=config.zero_stage, sequence_parallel=config.sequence_parallel, recompute=config.recompute.code,
         micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
-        schedule=config.resolved_schedule.code, flash=config.flash_attention, fp8=config.dtype == Precision.FP8,
+        schedule=config.resolved_schedule.code, flash=config.flash_attention, weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter,
         account_for_embedding_and_loss=config.account_for_embedding_and_loss, options=options,
     )
 

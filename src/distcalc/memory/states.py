@@ -7,9 +7,10 @@ Precision recipes (bytes per parameter; Adam keeps two fp32 moments = 8 B; maste
   of Korthikanti et al. 2022 Figure 1 and Megatron-LM ``docs/source/api-guide/dist_optimizer.md``.
 * ``mixed-16bit-grads`` (ZeRO paper, Rajbhandari et al. 2020 §3.1): 2 + 2 + K with K = 12 (master 4 + Adam
   8) = **16 B** — the recipe of ZeRO Table 1.
-* dtype fp8 (Transformer Engine): weights stay 16-bit with fp32 masters ("fp8 compute keeps high-precision
-  masters"); we add 1 B per parameter for the fp8 weight copy cached across micro-batches (assumption:
-  one cached cast; TE may also keep its transpose).
+* low-precision dtypes (Transformer Engine): weights stay 16-bit with fp32 masters ("fp8 compute keeps
+  high-precision masters"); we add the quantised weight copies cached across micro-batches
+  (:attr:`distcalc.parallel.Precision.weight_cache_bytes_per_parameter`: fp8 1 B, one cached cast — an
+  assumption, TE may also keep its transpose; MXFP8 2 × 1.03 B and NVFP4 2 × 0.56 B, rowwise + columnwise).
 
 ZeRO over the data-parallel × context-parallel group of size d (Rajbhandari et al. 2020 Table 1 /
 §5; Megatron's distributed optimizer = stage 1): stage ≥ 1 divides optimizer states (masters + moments) by
@@ -35,13 +36,12 @@ class Recipe(str, Enum):
 
 MASTER_BYTES_PER_PARAM = 4.0  # fp32 master weights
 ADAM_BYTES_PER_PARAM = 8.0  # fp32 first and second moments
-FP8_CACHE_BYTES_PER_PARAM = 1.0  # fp8 weight cast cached across micro-batches (assumption, see module doc)
 
 
 def bytes_per_parameter(recipe: Recipe, dtype: Precision = Precision.BF16) -> dict[str, float]:
     """Bytes per parameter of each model state before sharding: weights, gradients, optimizer (master +
     moments), and their total."""
-    weights = 2.0 + (FP8_CACHE_BYTES_PER_PARAM if dtype == Precision.FP8 else 0.0)
+    weights = 2.0 + Precision(dtype).weight_cache_bytes_per_parameter
     gradients = 4.0 if recipe == Recipe.MIXED else 2.0
     optimizer = MASTER_BYTES_PER_PARAM + ADAM_BYTES_PER_PARAM
     return {"weights": weights, "gradients": gradients, "optimizer": optimizer,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from distcalc.model.loader import list_models, load_model
+from distcalc.model.loader import list_models, load_model, model_from_mapping
 from distcalc.model.params import LayerParameters, layer_parameters, parameter_breakdown
 from distcalc.model.spec import ModelSpec, NormType, PositionEmbedding
 
@@ -14,5 +14,6 @@ __all__ = [
     "layer_parameters",
     "list_models",
     "load_model",
+    "model_from_mapping",
     "parameter_breakdown",
 ]

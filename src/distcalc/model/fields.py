@@ -68,12 +68,12 @@ def _problem(key: str, value: Any) -> str | None:
     return None
 
 
-def check_model_fields(data: dict[str, Any], path: str | Path) -> None:
-    """Raise :class:`ConfigError` naming the file and the first field whose type or range is wrong. A field
-    set to ``null`` counts as absent (Hugging Face writes ``"n_inner": null``)."""
+def check_model_fields(data: dict[str, Any], source: str | Path, what: str = "model file") -> None:
+    """Raise :class:`ConfigError` naming the file (or ``what`` and ``source``) and the first field whose type
+    or range is wrong. A field set to ``null`` counts as absent (Hugging Face writes ``"n_inner": null``)."""
     for key, value in data.items():
         if value is None:
             continue
         problem = _problem(key, value)
         if problem:
-            raise field_error(ConfigError, "model file", path, key, problem)
+            raise field_error(ConfigError, what, source, key, problem)

@@ -46,11 +46,17 @@ def _load_file(path: Path) -> ModelSpec:
     if not isinstance(data, dict):
         raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields (got {type(data).__name__})")
     check_model_fields(data, path)
-    name = path.parent.name if path.stem == "config" else path.stem
+    return model_from_mapping(data, path.parent.name if path.stem == "config" else path.stem)
+
+
+def model_from_mapping(data: dict[str, Any], name: str) -> ModelSpec:
+    """A model spec from an already parsed Hugging Face ``config.json`` or a mapping of :class:`ModelSpec`
+    fields (``name`` is used when the mapping has none). Field types and ranges are checked first
+    (:func:`distcalc.model.fields.check_model_fields`)."""
+    check_model_fields(data, name, "model")
     if _is_hf_config(data):
         return spec_from_hf_config(data, name)
-    data.setdefault("name", name)
-    return ModelSpec(**data)
+    return ModelSpec(**{"name": name, **data})
 
 
 def load_model(name_or_path: str | Path) -> ModelSpec:
@@ -71,7 +77,12 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     key = text.strip().lower().replace("_", "-")
     if key in list_models():
         return _load_preset(key)
-    raise ConfigError(
+    raise unknown_model(text)
+
+
+def unknown_model(text: str) -> ConfigError:
+    """The error for a model name that is neither a file nor a preset (it lists the presets)."""
+    return ConfigError(
         f"unknown model {excerpt(text)}: not a file and not a preset; presets: {', '.join(list_models())} "
         "(or give a Hugging Face config.json / YAML path)"
     )

@@ -185,7 +185,7 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
         vpp=configs["vpp"], zero=configs["zero"], sequence_parallel=configs["sequence_parallel"] != 0,
         recompute=configs["recompute"], micro_batch=configs["micro_batch"], global_batch=job.global_batch,
         seq_len=job.seq_len, schedule=configs["schedule"], flash=job.flash_attention,
-        fp8=job.dtype == Precision.FP8, account_for_embedding_and_loss=configs["account_for_embedding_and_loss"] != 0)
+        weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter, account_for_embedding_and_loss=configs["account_for_embedding_and_loss"] != 0)
 
 
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:

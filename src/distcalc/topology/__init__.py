@@ -31,6 +31,8 @@ Topology kinds:
 * ``TREE``: a two-level leaf-spine fat tree: one link of B per GPU to its leaf switch
   (``gpus_per_node`` = GPUs per leaf, default 32 or N if smaller), leaf uplinks of total
   ``gpus_per_leaf·B/oversubscription`` per direction. ``oversubscription = 1`` is the ideal switch.
+  Any N ≥ 1: when the leaf size does not divide N the last leaf is partly filled (⌈N/n_l⌉ leaves, the last
+  with N mod n_l GPUs) and keeps the full uplinks; see :func:`distcalc.topology.build.tree_leaf_size`.
 * ``SWITCH``: an ideal non-blocking switch, one port of B per GPU; ``in_network_reduction`` models
   NVLS/SHARP.
 * ``HIERARCHICAL``: g GPUs per node on an NVLink switch (B1 = ``bandwidth_bytes_per_s``, α1 =

@@ -30,7 +30,8 @@ def make_topology(
 
     ``bandwidth_bytes_per_s``/``latency_s`` are B/α (B1/α1 for hierarchical); ``inter_*`` default to the
     intra values. ``shape`` (mesh/torus only) is a tuple or ``"8x8"``; default most-square 2D.
-    ``gpus_per_node`` is g for hierarchical (default 8, or N if N < 8) and GPUs per leaf for tree.
+    ``gpus_per_node`` is g for hierarchical (default 8, or N if N < 8) and GPUs per leaf for tree (default and
+    partly filled last leaf: :func:`tree_leaf_size`).
     """
     try:
         kind = TopologyKind(kind)
@@ -69,12 +70,7 @@ def make_topology(
         _check_positive("--inter-bandwidth", inter_bandwidth_bytes_per_s)
         _check_nonnegative("--inter-latency", inter_latency_s)
     elif kind == TopologyKind.TREE:
-        leaf = gpus_per_node if gpus_per_node is not None else min(DEFAULT_GPUS_PER_LEAF, gpus)
-        if isinstance(leaf, bool) or not isinstance(leaf, int) or leaf < 1:
-            raise TopologyError(f"invalid --gpus-per-node {leaf!r} (GPUs per leaf): must be a positive integer")
-        if gpus % leaf:
-            raise TopologyError(f"--gpus {gpus} is not a multiple of --gpus-per-node {leaf} (GPUs per leaf)")
-        gpus_per_node = leaf
+        gpus_per_node = tree_leaf_size(gpus, gpus_per_node)
         if not (math.isfinite(oversubscription) and oversubscription >= 1):
             raise TopologyError(f"invalid oversubscription {oversubscription!r}: must be >= 1 (1 = full bisection)")
     else:
@@ -92,6 +88,29 @@ def make_topology(
                     inter_latency_s=None if inter_latency_s is None else float(inter_latency_s),
                     in_network_reduction=bool(in_network_reduction), oversubscription=float(oversubscription),
                     hop_latency_s=float(hop_latency_s))
+
+
+def tree_leaf_size(gpus: int, gpus_per_leaf: int | None) -> int:
+    """GPUs per leaf switch of a tree (leaf-spine fat tree) of ``gpus`` GPUs; ranks fill leaves in order.
+
+    Not given: one leaf of N GPUs when N ≤ 32 (spec A12's leaf size), else 32 per leaf with a partially
+    populated last leaf of N mod 32 GPUs when 32 does not divide N — a fabric of 32-GPU leaf switches where the
+    last switch is not full (any N ≥ 1 works, primes included). Given: a size that divides N, or any power of
+    two (then the last leaf holds the remainder; a leaf larger than N is one partly used leaf). Other sizes
+    that do not divide N are refused: the fat-tree traffic formulas (:mod:`distcalc.collective.fat_tree`)
+    rely on leaf boundaries at multiples of the leaf size for the binomial and XOR partner patterns, which a
+    power of two guarantees (2·distance divides the leaf size for every distance below it).
+    """
+    if gpus_per_leaf is None:
+        return min(DEFAULT_GPUS_PER_LEAF, gpus)
+    leaf = gpus_per_leaf
+    if isinstance(leaf, bool) or not isinstance(leaf, int) or leaf < 1:
+        raise TopologyError(f"invalid --gpus-per-node {leaf!r} (GPUs per leaf): must be a positive integer")
+    if gpus % leaf and leaf & (leaf - 1):
+        raise TopologyError(f"--gpus {gpus} is not a multiple of --gpus-per-node {leaf} (GPUs per leaf): use a "
+                            f"divisor of {gpus}, a power of two (partly filled last leaf) or omit it "
+                            f"({DEFAULT_GPUS_PER_LEAF} per leaf)")
+    return leaf
 
 
 def _fmt_shape(shape: Sequence[int] | str) -> str:

@@ -111,10 +111,28 @@ class Topology:
 
     @property
     def nodes(self) -> int:
-        """Hierarchical: number of nodes n = N / g. Tree: number of leaves. Otherwise 1."""
-        if self.kind in (TopologyKind.HIERARCHICAL, TopologyKind.TREE):
+        """Hierarchical: number of nodes n = N / g. Tree: number of leaves ⌈N / n_l⌉ (the last one may be
+        partly filled, :attr:`last_leaf_gpus`). Otherwise 1."""
+        if self.kind == TopologyKind.TREE:
+            return -(-self.gpus // (self.gpus_per_node or self.gpus))
+        if self.kind == TopologyKind.HIERARCHICAL:
             return self.gpus // (self.gpus_per_node or self.gpus)
         return 1
+
+    @property
+    def last_leaf_gpus(self) -> int:
+        """Tree: GPUs on the last leaf, N − (leaves − 1)·n_l (= n_l unless the last leaf is partly filled)."""
+        return self.gpus - (self.nodes - 1) * (self.gpus_per_node or self.gpus)
+
+    @property
+    def leaf_layout(self) -> str:
+        """Tree: the leaf layout in words, e.g. ``3 leaves × 32 GPUs + 1 leaf × 4 GPUs``."""
+        leaf, leaves, last = self.gpus_per_node or self.gpus, self.nodes, self.last_leaf_gpus
+        full = leaves if last == leaf else leaves - 1
+        parts = [f"{full} lea{'f' if full == 1 else 'ves'} × {leaf} GPU{'' if leaf == 1 else 's'}"] if full else []
+        if last != leaf:
+            parts.append(f"1 leaf × {last} GPU{'' if last == 1 else 's'}")
+        return " + ".join(parts)
 
     @property
     def intra_bandwidth_bytes_per_s(self) -> float:
@@ -246,7 +264,8 @@ class Topology:
         if self.shape is not None and self.kind in (TopologyKind.MESH, TopologyKind.TORUS):
             out["shape"] = list(self.shape)
         if self.kind == TopologyKind.TREE:
-            out.update(gpus_per_leaf=self.gpus_per_node, oversubscription=self.oversubscription)
+            out.update(gpus_per_leaf=self.gpus_per_node, leaves=self.nodes, last_leaf_gpus=self.last_leaf_gpus,
+                       leaf_layout=self.leaf_layout, oversubscription=self.oversubscription)
         if self.kind == TopologyKind.SWITCH:
             out["in_network_reduction"] = self.in_network_reduction
         out["diameter_hops"] = self.diameter

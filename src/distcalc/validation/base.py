@@ -22,6 +22,16 @@ class ValidationCase:
     tolerance: float
     note: str = ""
     kind: str = "analytic"  # "analytic" (a published formula output) or "measured"
+    group: str = ""  # the source a case belongs to, where a set spans several (summarised per group)
+    other_tool: str = ""  # another tool whose published prediction of the same number is known
+    other_tool_predicted: float | None = None
+
+    @property
+    def other_tool_error(self) -> float | None:
+        """The other tool's relative error, where its prediction is known."""
+        if self.other_tool_predicted is None or not self.published:
+            return None
+        return (self.other_tool_predicted - self.published) / self.published
 
     @property
     def error(self) -> float:
@@ -38,10 +48,29 @@ class ValidationCase:
 
     def to_dict(self) -> dict[str, object]:
         """JSON form; ``measured`` repeats ``published`` under the name design.md uses."""
-        return {"case": self.case, "predicted": self.predicted, "published": self.published,
-                "measured": self.published, "unit": self.unit, "error": self.error,
-                "error_kind": self.error_kind, "tolerance": self.tolerance, "passed": self.passed,
-                "kind": self.kind, "note": self.note}
+        out = {"case": self.case, "predicted": self.predicted, "published": self.published,
+               "measured": self.published, "unit": self.unit, "error": self.error,
+               "error_kind": self.error_kind, "tolerance": self.tolerance, "passed": self.passed,
+               "kind": self.kind, "note": self.note}
+        if self.group:
+            out["group"] = self.group
+        if self.other_tool and self.other_tool_predicted is not None:
+            out["other_tool"] = {"name": self.other_tool, "predicted": self.other_tool_predicted,
+                                 "error": self.other_tool_error}
+        return out
+
+
+@dataclass(frozen=True)
+class SkippedCase:
+    """A published number the model cannot express, listed with the reason (never dropped silently)."""
+
+    case: str
+    group: str
+    reason: str
+
+    def to_dict(self) -> dict[str, str]:
+        """JSON form."""
+        return {"case": self.case, "group": self.group, "reason": self.reason}
 
 
 @dataclass(frozen=True)
@@ -52,6 +81,7 @@ class CaseSet:
     description: str
     source: str
     run: Callable[[], list[ValidationCase]] = field(repr=False)
+    skipped: Callable[[], list[SkippedCase]] | None = field(default=None, repr=False)
 
     def __call__(self) -> list[ValidationCase]:
         """Compute the cases (same as :meth:`run`)."""

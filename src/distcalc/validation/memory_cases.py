@@ -24,10 +24,10 @@ from __future__ import annotations
 
 from distcalc.memory import MemoryOptions, Recipe, bytes_per_parameter, memory_report, model_state_bytes
 from distcalc.model import load_model
+from distcalc.units import GIB
 from distcalc.parallel import ParallelConfig
 from distcalc.validation.base import CaseSet, ValidationCase, printed_half_unit, read_validation_csv
 
-GIB = 2.0**30
 KORTHIKANTI_SOURCE = "Korthikanti et al. 2022 (arXiv:2205.05198), values as encoded by calculon-ai/calculon@caa4b11"
 # Table 3 model names -> presets
 KORTHIKANTI_MODELS = {"22B": "megatron-22b", "175B (GPT-3)": "gpt3-175b", "530B (MT-NLG)": "megatron-530b",

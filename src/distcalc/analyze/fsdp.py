@@ -1,0 +1,88 @@
+"""ZeRO-3 / FSDP as PyTorch runs it: one AllGather and one ReduceScatter per FSDP unit, overlapped with the
+neighbouring unit's compute, and what of it stays exposed.
+
+PyTorch FSDP (Zhao et al. 2023, "PyTorch FSDP: Experiences on Scaling Fully Sharded Data Parallel", VLDB
+16(12), §3.3-3.4 and §4) and FSDP2 as torchtitan applies it (``torchtitan/.../parallelize.py``:
+``fully_shard`` on every transformer block, then on the root model; docs/fsdp.md) wrap each transformer
+block as one *unit* and the embedding, final norm and output layer as the *root* unit. Per micro-batch,
+with ``U`` units on this rank, per-unit forward compute ``f`` and backward compute ``b`` (with its
+recomputation), per-unit AllGather ``g`` (parameters in the gathered dtype, bf16) and ReduceScatter ``r``
+(gradients in the reduce dtype: fp32 in torchtitan's default ``MixedPrecisionPolicy(reduce_dtype=fp32)``,
+bf16 in IBM's fms-fsdp ``bfSixteen``), and the root's ``g₀``, ``r₀``:
+
+* forward: the root's gather and the first block's gather have nothing to hide behind (the embedding
+  lookup is negligible); every later block's gather is issued one unit ahead (FSDP1 ``forward_prefetch``
+  / FSDP2's implicit prefetch: the CPU runs ahead and the all-gather stream overlaps the current unit's
+  compute), so it is exposed by ``max(0, g − f)``:
+  ``exposed_fwd = g₀ + g + (U − 1)·max(0, g − f)``.
+* backward: the last block is not resharded after forward (torchtitan: "do not reshard after forward for
+  the last transformer block since FSDP would prefetch it immediately"; the root never is), so backward
+  re-gathers ``U − 1`` blocks. While block ``i`` computes its backward, the communication stream runs the
+  ReduceScatter of block ``i + 1`` and the prefetched AllGather of block ``i − 1`` (``BACKWARD_PRE``) —
+  one after the other, on one NCCL communicator — so each of the ``U − 1`` steps exposes
+  ``max(0, g + r − b)``; after the last block's backward its ReduceScatter and the root's are exposed
+  (the optimizer step waits for them): ``exposed_bwd = (U − 1)·max(0, g + r − b) + r + r₀``.
+* contention: while a collective runs, its NCCL kernels occupy SMs and HBM bandwidth, so the compute it
+  overlaps runs slower (:mod:`distcalc.analyze.core` applies the same to overlapped DP and CP traffic). Lee et al. 2025 ("Characterizing Compute-Communication Overlap in GPU-Accelerated
+  Distributed Deep Learning", arXiv:2507.03114) measured an average compute slowdown of 18.9 % (max
+  40 %) for GPT and Llama layers overlapped with collectives on A100, H100, MI250 and MI210; the
+  overlapped compute is ``(U − 1)·(min(f, g) + min(b, g + r))`` and pays that fraction on top.
+
+Prefetching more than one unit ahead changes only the start-up (the steady state is bound by
+``max(compute, communication)`` per unit either way), so one unit of prefetch is modelled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+ArrayLike = Any
+
+#: Average compute slowdown while a collective runs beside it (Lee et al. 2025, arXiv:2507.03114, abstract:
+#: "an average computational slowdown of 18.9%, with a maximum of 40.0%", A100/H100/MI250/MI210).
+OVERLAP_COMPUTE_SLOWDOWN = 0.189
+
+
+@dataclass(frozen=True)
+class FsdpExposure:
+    """Seconds of one micro-batch on one rank that FSDP adds to the compute (arrays over configurations)."""
+
+    forward_exposed_s: ArrayLike  #: gathers not hidden behind forward compute
+    backward_exposed_s: ArrayLike  #: gathers + reduce-scatters not hidden behind backward compute
+    contention_forward_s: ArrayLike  #: extra forward compute time while collectives run beside it
+    contention_backward_s: ArrayLike  #: extra backward compute time while collectives run beside it
+
+    @property
+    def forward_s(self) -> ArrayLike:
+        """Everything FSDP adds to the forward pass."""
+        return self.forward_exposed_s + self.contention_forward_s
+
+    @property
+    def backward_s(self) -> ArrayLike:
+        """Everything FSDP adds to the backward pass."""
+        return self.backward_exposed_s + self.contention_backward_s
+
+
+def fsdp_exposure(units: ArrayLike, forward_s: ArrayLike, backward_s: ArrayLike, gather_s: ArrayLike,
+                  reduce_s: ArrayLike, root_gather_s: ArrayLike, root_reduce_s: ArrayLike,
+                  slowdown: float = OVERLAP_COMPUTE_SLOWDOWN) -> FsdpExposure:
+    """Exposed FSDP communication and compute contention of one micro-batch (module docstring formulas).
+
+    ``units``: transformer blocks on this rank (may be fractional: a mean over stages); ``forward_s``,
+    ``backward_s``: compute of one block; ``gather_s``, ``reduce_s``: one block's AllGather and
+    ReduceScatter; ``root_*``: the root unit's (embedding, final norm, output layer); ``slowdown``: the
+    fractional compute slowdown while a collective overlaps it."""
+    if not 0.0 <= slowdown < 1.0:
+        raise ValueError(f"overlap compute slowdown {slowdown!r} must be in [0, 1)")
+    u = np.asarray(units, dtype=float)
+    f, b = np.asarray(forward_s, dtype=float), np.asarray(backward_s, dtype=float)
+    g, r = np.asarray(gather_s, dtype=float), np.asarray(reduce_s, dtype=float)
+    steps = np.maximum(u - 1.0, 0.0)
+    on = np.where(u > 0, 1.0, 0.0)
+    forward = on * (root_gather_s + g) + steps * np.maximum(g - f, 0.0)
+    backward = steps * np.maximum(g + r - b, 0.0) + on * (r + root_reduce_s)
+    return FsdpExposure(forward, backward, slowdown * steps * np.minimum(f, g),
+                        slowdown * steps * np.minimum(b, g + r))

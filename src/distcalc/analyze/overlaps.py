@@ -1,0 +1,104 @@
+"""Which communication the step-time model assumes hidden behind compute, per parallel dimension, and why.
+
+:func:`assumed_overlaps` states, for one configuration and its options, what each dimension's collectives
+overlap with (or that they sit on the critical path), the option or framework mechanism that decides it,
+and the exposed seconds the breakdown charged for it — so a user sees why a collective is or is not
+exposed. The statements mirror the formulas of :mod:`distcalc.analyze.core` and
+:mod:`distcalc.analyze.fsdp`; nothing here changes a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.parallel import ParallelConfig
+
+
+@dataclass(frozen=True)
+class OverlapAssumption:
+    """One dimension's overlap as modelled: what runs, what hides it, why, and what stays exposed."""
+
+    dim: str  #: tp, cp, ep, pp or dp
+    collectives: str  #: the messages concerned
+    hidden_behind: str  #: the compute they overlap, or "nothing (critical path)"
+    reason: str  #: the option / framework mechanism that decides it
+    exposed_s: float  #: seconds per step charged to this dimension (time breakdown)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return asdict(self)
+
+
+def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+    eff = options.tp_overlap_efficiency
+    hidden = (f"{100 * eff:.0f} % of the backward ones behind the backward GEMMs; forward ones exposed" if eff > 0
+              else "nothing (critical path)")
+    reason = ("tp_overlap_efficiency {:.2f}: TransformerEngine userbuffers (--tp-comm-overlap) pipeline them with "
+              "the GEMMs".format(eff) if eff > 0 else
+              "tp_overlap_efficiency 0: without userbuffers NCCL competes with the GEMMs (Korthikanti 2022 Table 4)")
+    return OverlapAssumption("tp", "per-layer AllReduce / AllGather / ReduceScatter, forward and backward", hidden,
+                             reason, exposed)
+
+
+def _cp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+    if options.cp_algorithm == ContextParallelAlgorithm.ULYSSES:
+        return OverlapAssumption("cp", "Ulysses AllToAll of q, k, v and the output", "nothing (critical path)",
+                                 "cp_algorithm ulysses: the AllToAll feeds the attention kernel", exposed)
+    return OverlapAssumption("cp", "ring attention K/V Send/Recv, one block per ring step",
+                             "the attention of the block already received (forward), twice that in backward",
+                             "cp_algorithm ring: a step is exposed only where its transfer outlasts the attention "
+                             f"it overlaps; that attention {100 * options.overlap_compute_slowdown:.1f} % slower "
+                             "meanwhile", exposed)
+
+
+def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+    if options.pipeline_p2p_overlap:
+        return OverlapAssumption("pp", "stage-boundary Send/Recv", "the neighbouring micro-batch's compute",
+                                 "pipeline_p2p_overlap: NeMo / Megatron-Core overlap_p2p_comm", exposed)
+    return OverlapAssumption("pp", "stage-boundary Send/Recv", "nothing (critical path)",
+                             "pipeline_p2p_overlap off: blocking Send/Recv of the 1F1B schedule", exposed)
+
+
+def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+    zero = max(config.zero_stage, 1 if options.distributed_optimizer else 0)
+    slow = f"compute {100 * options.overlap_compute_slowdown:.1f} % slower while they overlap it"
+    if zero == 3:
+        if not options.overlap_grad_reduce:
+            return OverlapAssumption("dp", "ZeRO-3 parameter AllGather (forward, backward) and gradient "
+                                     "ReduceScatter", "nothing (critical path)", "overlap_grad_reduce off", exposed)
+        return OverlapAssumption(
+            "dp", "ZeRO-3/FSDP per-block parameter AllGather (forward and again in backward) and gradient "
+            "ReduceScatter", "the neighbouring block's forward / backward (one unit prefetched)",
+            "FSDP prefetch: the root's and first block's gather and the last ReduceScatters are exposed, and a "
+            f"block's excess where its collectives outlast its compute; {slow}", exposed)
+    what = "gradient AllReduce" if zero == 0 else "gradient ReduceScatter + updated-parameter AllGather"
+    if not options.overlap_grad_reduce:
+        return OverlapAssumption("dp", what, "nothing (after the backward pass)",
+                                 "overlap_grad_reduce off (2022-era Megatron-LM train_step)", exposed)
+    gather = ("; parameter AllGather behind the next forward (overlap_param_gather)" if zero >= 1
+              and options.overlap_param_gather else "")
+    return OverlapAssumption("dp", what, "the backward pass of the last micro-batch" + gather,
+                             "overlap_grad_reduce: bucketed reduction as gradients become ready; the last gradient "
+                             "bucket (and the first parameter bucket) and what outlasts one micro-batch's backward "
+                             f"are exposed; {slow}", exposed)
+
+
+def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions,
+                     breakdown: dict[str, float]) -> list[OverlapAssumption]:
+    """The overlap assumed for every dimension of degree > 1 (module docstring)."""
+    out: list[OverlapAssumption] = []
+    if config.tp > 1:
+        out.append(_tp(options, breakdown.get("tp_exposed_s", 0.0)))
+    if config.cp > 1:
+        out.append(_cp(options, breakdown.get("cp_exposed_s", 0.0)))
+    if config.ep > 1:
+        out.append(OverlapAssumption("ep", "MoE token dispatch and combine AllToAll", "nothing (critical path)",
+                                     "the experts need the dispatched tokens; no overlap modelled",
+                                     breakdown.get("ep_exposed_s", 0.0)))
+    if config.pp > 1:
+        out.append(_pp(options, breakdown.get("pp_p2p_s", 0.0)))
+    if config.data_parallel * config.cp > 1:
+        out.append(_dp(config, options, breakdown.get("dp_exposed_s", 0.0)))
+    return out

@@ -1,0 +1,225 @@
+"""Read nccl-tests' standard output (``all_reduce_perf`` & co.) and fit α and B per protocol regime.
+
+The format (github.com/NVIDIA/nccl-tests ``src/common.cu``): a run starts with ``# nThread … nGpus …``, lists
+its devices as ``#  Rank  r Group g Pid p on HOST device d [bus] NAME`` (older releases omit ``Group``), then a
+table whose rows are ``size count type [redop] [root] time algbw busbw #wrong time algbw busbw #wrong`` —
+out-of-place then in-place, times in µs, bandwidths in GB/s (1e9). A file may hold any number of runs (several
+tests, or the same test twice); lines that are not table rows (MPI warnings, "Avg bus bandwidth") are skipped.
+The collective comes from ``# Collective test starting: NAME`` (nccl-tests ≥ 2.13) or from the command line
+echoed above the run (``…/all_reduce_perf …``), else from the busbw/algbw ratio and the reduction column.
+
+Fit: per (collective, ranks, nodes) the two columns' mean time per size is fitted with ``t = a + c·M`` in up to
+three consecutive size ranges — NCCL switches protocol with size (LL → LL128 → Simple, ``src/graph/tuning.cc``),
+so a sweep can show up to three regimes; the best edges are searched exhaustively and a range is added only where it at
+least halves the squared relative error (each range ≥ 3 sizes), the rule :mod:`distcalc.calibration.fit` uses for two. The spread of a size is
+the relative difference of its out-of-place and in-place times. α and B follow :mod:`.collectives` (α = a /
+steps, B = φ / c of NCCL's ring).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from distcalc.calibration.collectives import BACKEND_ALGORITHMS, CollectiveFit, _segment_record, model_coefficients
+from distcalc.calibration.fit import MIN_SEGMENT_POINTS, Segment, _weighted_cost, fit_line, predict
+from distcalc.errors import ConfigError
+
+#: nccl-tests binary → distcalc collective name.
+TESTS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter": "reduce-scatter",
+         "broadcast": "broadcast", "reduce": "reduce", "alltoall": "all-to-all", "gather": "gather",
+         "scatter": "scatter", "sendrecv": "send-recv"}
+_DEVICE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
+_TEST_NAME = re.compile(r"([a-z_]+)_perf")
+MAX_REGIMES = 3
+
+
+@dataclass(frozen=True)
+class NcclTestsRow:
+    """One table row: out-of-place and in-place time (s), algbw and busbw (bytes/s)."""
+
+    collective: str
+    size_bytes: float
+    dtype: str
+    redop: str
+    time_oop_s: float
+    algbw_oop: float
+    busbw_oop: float
+    time_ip_s: float
+    algbw_ip: float
+    busbw_ip: float
+
+
+@dataclass
+class NcclTestsRun:
+    """One run: its collective, ranks, hosts and rows."""
+
+    collective: str
+    ranks: int
+    hosts: tuple[str, ...]
+    gpu: str
+    rows: list[NcclTestsRow]
+
+    @property
+    def nodes(self) -> int:
+        return max(1, len(self.hosts))
+
+
+def is_nccl_tests_output(path: str | Path) -> bool:
+    """True when the file looks like nccl-tests stdout (a ``# nThread`` header or its column header)."""
+    try:
+        head = Path(path).read_text(errors="replace")[:200_000]
+    except OSError:
+        return False
+    return "# nThread" in head or ("out-of-place" in head and "busbw" in head)
+
+
+def _floats(tokens: list[str]) -> list[float] | None:
+    try:
+        return [float(t) for t in tokens]
+    except ValueError:
+        return None
+
+
+def _row(tokens: list[str], collective: str) -> NcclTestsRow | None:
+    if len(tokens) < 11 or not tokens[0].isdigit() or not tokens[1].isdigit():
+        return None
+    tail = tokens[-8:]
+    values = _floats([tail[0], tail[1], tail[2], tail[4], tail[5], tail[6]])
+    if values is None:
+        return None
+    t1, a1, b1, t2, a2, b2 = values
+    middle = tokens[2:-8]
+    redop = middle[1] if len(middle) > 1 else "none"
+    return NcclTestsRow(collective, float(tokens[0]), middle[0] if middle else "", redop, t1 * 1e-6, a1 * 1e9,
+                        b1 * 1e9, t2 * 1e-6, a2 * 1e9, b2 * 1e9)
+
+
+def _infer_collective(rows: list[NcclTestsRow], ranks: int) -> str:
+    """From busbw/algbw (2(n−1)/n: all-reduce; (n−1)/n: gather-like; 1: rooted) and the reduction column."""
+    usable = [r for r in rows if r.algbw_oop > 0 and r.busbw_oop > 0]
+    if not usable or ranks < 2:
+        raise ConfigError("cannot tell which collective this nccl-tests table measured: add the command line or "
+                          "'# Collective test starting: NAME' above it")
+    ratio = float(np.median([r.busbw_oop / r.algbw_oop for r in usable[-5:]]))
+    reduces = usable[-1].redop not in ("none", "-1", "")
+    if abs(ratio - 2 * (ranks - 1) / ranks) < 0.05:
+        return "all-reduce"
+    if abs(ratio - (ranks - 1) / ranks) < 0.05:
+        return "reduce-scatter" if reduces else "all-gather"
+    return "reduce" if reduces else "broadcast"
+
+
+def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
+    """Every run in ``text`` (module docstring); :class:`ConfigError` when there is none."""
+    runs: list[NcclTestsRun] = []
+    pending_name: str | None = None
+    current: dict | None = None
+
+    def close() -> None:
+        if current and current["rows"]:
+            ranks = len(current["devices"]) or 1
+            name = current["name"] or _infer_collective(current["rows"], ranks)
+            rows = [dataclasses.replace(r, collective=name) for r in current["rows"]]
+            hosts = tuple(dict.fromkeys(h for h, _ in current["devices"].values()))
+            gpus = {g for _, g in current["devices"].values()}
+            runs.append(NcclTestsRun(name, ranks, hosts, ", ".join(sorted(gpus)), rows))
+
+    for raw in text.splitlines():
+        line = raw.strip()
+        if "Collective test starting:" in line or ("_perf" in line and not line.startswith("#")):
+            match = _TEST_NAME.search(line)
+            if match and match.group(1) in TESTS:
+                pending_name = TESTS[match.group(1)]
+            continue
+        if line.startswith("# nThread"):
+            close()
+            current = {"name": pending_name, "devices": {}, "rows": []}
+            pending_name = None
+            continue
+        if current is None:
+            continue
+        device = _DEVICE.match(line)
+        if device:
+            current["devices"][int(device.group(1))] = (device.group(2), device.group(3).strip())
+            continue
+        if not line.startswith("#"):
+            row = _row(line.split(), current["name"] or "")
+            if row is not None:
+                current["rows"].append(row)
+    close()
+    if not runs:
+        raise ConfigError("no nccl-tests result table found (expected '# nThread' headers followed by rows of "
+                          "'size count type redop root time algbw busbw #wrong time algbw busbw #wrong')")
+    return runs
+
+
+def fit_regimes(sizes: np.ndarray, times: np.ndarray) -> tuple[list[Segment], str]:
+    """Up to :data:`MAX_REGIMES` consecutive ``a + c·M`` ranges (module docstring); returns segments and why."""
+    order = np.argsort(sizes)
+    sizes, times = np.asarray(sizes, float)[order], np.asarray(times, float)[order]
+    n = sizes.size
+    bounds = [0, n]
+    best_cost = _cost(sizes, times, bounds)
+    reasons = [f"1 regime: squared relative error {best_cost:.3g}"]
+    for regimes in range(2, MAX_REGIMES + 1):  # exhaustive over the inner edges, each range ≥ 3 sizes
+        trial = None
+        for inner in itertools.combinations(range(MIN_SEGMENT_POINTS, n - MIN_SEGMENT_POINTS + 1), regimes - 1):
+            candidate = [0, *inner, n]
+            if min(np.diff(candidate)) < MIN_SEGMENT_POINTS:
+                continue
+            cost = _cost(sizes, times, candidate)
+            if trial is None or cost < trial[0]:
+                trial = (cost, candidate)
+        if trial is None or trial[0] > 0.5 * best_cost:
+            break
+        best_cost, bounds = trial
+        reasons.append(f"{regimes} regimes: {best_cost:.3g}")
+    segments = []
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        a, c = fit_line(sizes[lo:hi], times[lo:hi])
+        low = 0.0 if lo == 0 else math.sqrt(sizes[lo - 1] * sizes[lo])
+        high = math.inf if hi == sizes.size else math.sqrt(sizes[hi - 1] * sizes[hi])
+        segments.append(Segment(a, c, low, high))
+    return segments, "; ".join(reasons)
+
+
+def _cost(sizes: np.ndarray, times: np.ndarray, bounds: list[int]) -> float:
+    total = 0.0
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        a, c = fit_line(sizes[lo:hi], times[lo:hi])
+        total += _weighted_cost(sizes[lo:hi], times[lo:hi], a, c)
+    return total
+
+
+def fit_run(run: NcclTestsRun) -> CollectiveFit:
+    """α and B per regime of one run, in the model's terms (NCCL's ring on an N-GPU switch)."""
+    rows = sorted((r for r in run.rows if r.size_bytes > 0), key=lambda r: r.size_bytes)
+    if len(rows) < 2:
+        raise ConfigError(f"the {run.collective} run has {len(rows)} non-empty sizes; a fit needs at least 2")
+    sizes = np.array([r.size_bytes for r in rows])
+    times = np.array([(r.time_oop_s + r.time_ip_s) / 2 for r in rows])
+    spread = np.array([abs(r.time_oop_s - r.time_ip_s) / 2 / t for r, t in zip(rows, times)])
+    algorithm = BACKEND_ALGORITHMS["nccl"][run.collective]
+    steps, factor = model_coefficients(run.collective, run.ranks, algorithm)
+    segments, decision = fit_regimes(sizes, times)
+    fitted = predict(segments, sizes)
+    errors = (fitted - times) / times
+    residuals = [{"size_bytes": float(s), "measured_s": float(t), "predicted_s": float(p), "relative_error": float(e),
+                  "relative_spread": float(d)} for s, t, p, e, d in zip(sizes, times, fitted, errors, spread)]
+    tier = "intra" if run.nodes == 1 else "inter"
+    return CollectiveFit(run.collective, tier, run.ranks, algorithm, steps, factor,
+                         [_segment_record(s, steps, factor) for s in segments], residuals,
+                         float(np.sqrt(np.mean(errors ** 2))), decision)
+
+
+def busbw_geomean_error(fit: CollectiveFit) -> float:
+    """exp(mean log(1 + |busbw error|)) − 1 of the fit on its own sizes (busbw ∝ 1/time)."""
+    logs = [math.log1p(abs(r["measured_s"] / r["predicted_s"] - 1)) for r in fit.residuals]
+    return math.expm1(sum(logs) / len(logs))

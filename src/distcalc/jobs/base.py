@@ -1,0 +1,72 @@
+"""What every job request shares: forbid unknown fields, resolve the model (preset, file or inline
+config.json), and name the request field an error message is about."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.errors import DistcalcError
+from distcalc.inputs import excerpt
+from distcalc.model import ModelSpec, list_models, load_model, model_from_mapping
+from distcalc.model.loader import unknown_model
+
+
+class JobRequest(BaseModel):
+    """Base of the request models: the CLI's option names (underscores) and defaults."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+
+
+class ModelRequest(JobRequest):
+    """A request naming a model: a preset, a file path (CLI only) or an inline parsed config.json."""
+
+    model: str = Field("llama3-8b", description="model preset (or, on the CLI, a config.json / YAML path)")
+    model_config_json: Optional[dict[str, Any]] = Field(
+        None, description="a parsed Hugging Face config.json (or ModelSpec fields) used instead of a preset; "
+                          "`model` is then its name")
+
+    def resolve_model(self, allow_files: bool) -> ModelSpec:
+        """The spec: the inline config if given, else a preset, else (CLI only) a file path."""
+        if self.model_config_json is not None:
+            return model_from_mapping(dict(self.model_config_json), self.model or "uploaded")
+        if allow_files:
+            return load_model(self.model)
+        key = self.model.strip().lower().replace("_", "-")
+        if key not in list_models():
+            raise unknown_model(self.model)  # a server never reads a path it is sent
+        return load_model(key)
+
+
+#: Words messages use for a field instead of its name.
+FIELD_WORDS = {"kind": "collective", "gpu": "GPU"}
+
+
+def blamed_fields(message: str, fields: Any) -> list[str]:
+    """Request fields an error message names, in the order it names them: ``tp(3)``, ``--seq-len``,
+    ``invalid --zero``, ``unknown model``/``cluster``/``collective`` …"""
+    found: list[tuple[int, str]] = []
+    for name in fields:
+        word = FIELD_WORDS.get(name, name)
+        patterns = (rf"\b{name}\(", rf"--{name.replace('_', '-')}\b", rf"\bunknown {word}\b", rf"\b{name} '")
+        positions = [m.start() for p in patterns for m in re.finditer(p, message)]
+        if positions:
+            found.append((min(positions), name))
+    return [name for _, name in sorted(found)]
+
+
+def parse_option(parser: Any, text: str, option: str) -> Any:
+    """Run a unit parser on an option value; on error re-raise the same error type with the option named
+    (``--size: invalid size '-1': ...``)."""
+    try:
+        return parser(text)
+    except DistcalcError as error:
+        raise type(error)(f"{option}: {error}") from None
+
+
+def validation_item_message(item: dict[str, Any]) -> str:
+    """One pydantic error as ``field: what is wrong (got value)`` (``body``, FastAPI's prefix, left out)."""
+    location = ".".join(str(x) for x in item.get("loc", ()) if x != "body")
+    return f"{location}: {item.get('msg')} (got {excerpt(item.get('input'))})"

@@ -1,0 +1,243 @@
+"""How a published run is described to distcalc: model, cluster, parallel configuration and options.
+
+This module is the documentation of how a user describes a real run. Every rule reads a column of the row
+(``data/validation/published_runs/README.md`` explains them) and says what it becomes; a row distcalc cannot
+express raises :class:`NotExpressible` with the reason, and the harness lists it — nothing is dropped.
+
+Rules, column by column:
+
+* Model: the row's own sizes (hidden, layers, heads, KV heads, head width, FFN, vocab). ``gated_mlp`` true →
+  SwiGLU with RMSNorm and no biases (Llama family); false → GELU MLP with LayerNorm and biases (GPT-2/3,
+  Megatron GPT, BLOOM). FlagPerf's Megatron script keeps Megatron's defaults (``assumptions`` column: learned
+  positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases.
+  ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
+  parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
+* Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
+  fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
+* Parallel configuration: tp/pp/dp/cp/ep/vpp, micro-batch (printed or the row's ``assumed_micro_batch``),
+  global batch, sequence length, recompute (``not printed`` → none: the NeMo/Megatron-Bridge performance
+  recipes of these sizes run without recomputation), sequence parallelism, flash attention (``unknown`` →
+  on), ZeRO: ``fsdp`` → ZeRO-3; Megatron's distributed optimizer → ``distributed_optimizer``; DeepSpeed
+  ZeRO-1 → ``zero`` 1. The schedule named in ``config_details`` (Zero Bubble rows) or interleaved when
+  vpp > 1. "first and last PP stage hold one layer fewer" → ``account_for_embedding_and_loss``.
+* Precision: ``fp16``/``bf16``; ``fp8`` with the label the source printed (``FP8-CS`` current scaling and
+  delayed scaling → ``fp8``; ``FP8-MX`` → ``mxfp8``; ``NVFP4`` → ``nvfp4``) when distcalc has that dtype.
+* Options: ``dp_comm_overlap`` → ``overlap_grad_reduce`` and ``overlap_param_gather``; NeMo's
+  ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
+  Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
+  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from distcalc.analyze import AnalyzeOptions
+from distcalc.analyze.options import ContextParallelAlgorithm
+from distcalc.cluster import ClusterSpec, load_cluster, load_link
+from distcalc.errors import DistcalcError
+from distcalc.model import ModelSpec
+from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.rows import PublishedRun
+
+# The system each GPU of the development set comes in (clusters.yaml).
+CLUSTER_OF_GPU: dict[str, str] = {
+    "a100-80gb": "dgx-a100",
+    "h100-sxm-80gb": "dgx-h100",
+    "b200": "dgx-b200",
+    "gb200": "gb200-nvl72",
+    "gb300": "gb300-nvl72",
+    "a800-80gb": "dgx-a800",
+    "h800-80gb": "dgx-h800",
+    "h800": "dgx-h800",
+    "h200": "hgx-h200",
+    "h200-141gb": "hgx-h200",
+    "h100-pcie-80gb": "h100-pcie-node",
+    "a100-40gb": "dgx-a100",
+}
+# GPU column values whose GPU preset differs from the cluster's own GPU (same system, other part).
+GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
+
+# (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
+NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
+    ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
+    # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
+    ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
+    ("800 Gbps per node", "eth-100g", 8),
+)
+
+# Schedule labels printed by the sources → distcalc schedule names, most faithful first.
+SCHEDULE_OF_LABEL: dict[str, tuple[str, ...]] = {
+    "1F1B": ("1f1b",),
+    "1F1B-I": ("interleaved",),
+    "ZB-1p": ("zb-h1", "zero-bubble"),   # ZB-1p: automatic schedule with 1F1B's memory; ZB-H1 is its handcrafted form
+    "ZB-2p": ("zb-h2",),                 # ZB-2p: 2p in-flight micro-batches, ~zero bubble (ZB-H2's memory)
+    "ZB-V": ("zb-v",),
+}
+
+# Precision label → distcalc dtype names (first one distcalc has wins).
+DTYPE_OF_LABEL: dict[str, tuple[str, ...]] = {
+    "fp16": ("fp16",), "bf16": ("bf16",), "fp8": ("fp8",), "FP8-CS": ("fp8",), "FP8-DS": ("fp8",),
+    "FP8-MX": ("mxfp8",), "MXFP8": ("mxfp8",), "NVFP4": ("nvfp4",),
+}
+
+
+class NotExpressible(DistcalcError):
+    """A published run distcalc cannot describe faithfully; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything analyze and memory need for one published run, and the assumptions the mapping made."""
+
+    spec: ModelSpec
+    cluster: ClusterSpec
+    config: ParallelConfig
+    options: AnalyzeOptions
+    assumptions: tuple[str, ...] = field(default=())
+
+
+def _first_valid(enum: type, names: tuple[str, ...], what: str, label: str):
+    for name in names:
+        try:
+            return enum(name)
+        except ValueError:
+            continue
+    raise NotExpressible(f"{what} {label!r} is not modelled (would be {' or '.join(names)})")
+
+
+def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
+    """ModelSpec MoE/MLA fields from ``moe_detail`` (SimuMax's DeepSeek rows)."""
+    number = lambda pattern: int(re.search(pattern, detail).group(1))  # noqa: E731
+    try:
+        experts, top_k = number(r"(\d+) experts"), number(r"top-(\d+)")
+        expert_ffn, shared = number(r"moe_ffn (\d+)"), number(r"shared (\d+)")
+        dense_match = re.search(r"layer (\d+) dense|dense_layers=(\d+)", detail)
+        dense = int(dense_match.group(1) or dense_match.group(2))
+        fields: dict[str, object] = dict(
+            num_local_experts=experts, num_experts_per_tok=top_k, moe_intermediate_size=expert_ffn,
+            n_shared_experts=max(1, shared // expert_ffn), shared_expert_intermediate_size=shared,
+            first_k_dense_replace=dense, intermediate_size=int(re.search(r"ffn (\d+)\)", detail).group(1)),
+        )
+        if "MLA" in detail:
+            fields.update(q_lora_rank=number(r"q_lora (\d+)"), kv_lora_rank=number(r"kv_lora (\d+)"),
+                          qk_nope_head_dim=number(r"qk_head (\d+)"), qk_rope_head_dim=number(r"rope (\d+)"),
+                          v_head_dim=number(r"v_head (\d+)"))
+    except AttributeError as exc:
+        raise NotExpressible(f"moe_detail not understood: {detail[:60]!r}") from exc
+    return fields
+
+
+def model_spec(run: PublishedRun) -> ModelSpec:
+    """The row's model (see the module docstring for the rules)."""
+    gpt_style = not run.gated_mlp
+    biases = gpt_style or "biased linears" in run.assumptions
+    dropout = 0.1 if run.dropout else 0.0
+    fields: dict[str, object] = dict(
+        name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
+        num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
+        head_dim=run.head_dim, intermediate_size=run.ffn, vocab_size=run.vocab,
+        max_position_embeddings=run.seq_len, tie_word_embeddings=run.tied_embeddings,
+        hidden_act="gelu" if gpt_style else "silu", gated_mlp=run.gated_mlp,
+        norm_type="layernorm" if gpt_style else "rmsnorm", attention_qkv_bias=biases, attention_out_bias=biases,
+        mlp_bias=biases, position_embedding=run.pos_emb or "rope", attention_dropout=dropout,
+        hidden_dropout=dropout, source=run.source,
+    )
+    if run.moe_detail:
+        fields.update(_moe_fields(run.moe_detail, run.ffn))
+    return ModelSpec(**fields)
+
+
+def cluster_spec(run: PublishedRun) -> ClusterSpec:
+    """The row's cluster: the GPU's usual system, with the fabric the row names."""
+    name = CLUSTER_OF_GPU.get(run.gpu)
+    if name is None:
+        raise NotExpressible(f"no cluster preset for GPU {run.gpu!r}")
+    try:
+        cluster = load_cluster(name, gpu=GPU_OVERRIDE.get(run.gpu))
+    except DistcalcError as exc:
+        raise NotExpressible(f"cluster preset {name!r} for GPU {run.gpu!r} is missing") from exc
+    for phrase, link, nics in NETWORK_OVERRIDES:
+        if phrase in run.cluster_network:
+            cluster = cluster.model_copy(update={"inter": load_link(link), "nics_per_node": nics})
+    return cluster
+
+
+def _recompute(run: PublishedRun) -> tuple[Recompute, str | None]:
+    for value in Recompute:  # "full", "selective (op-level)", ...
+        if run.recompute.lower().startswith(value.value):
+            return value, None
+    return Recompute.NONE, f"recompute {run.recompute!r} -> none"
+
+
+def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
+    """The row's parallel configuration and the assumptions made for it."""
+    assumed: list[str] = []
+    recompute, note = _recompute(run)
+    if note:
+        assumed.append(note)
+    if run.micro_batch is None:
+        raise NotExpressible("micro-batch size not stated")
+    if run.micro_batch_assumed:
+        assumed.append(f"micro_batch {run.micro_batch} (source's assumption)")
+    schedule = None
+    if run.schedule_label:
+        schedule = _first_valid(Schedule, SCHEDULE_OF_LABEL.get(run.schedule_label, ()), "schedule",
+                                run.schedule_label)
+    dtype = _first_valid(Precision, DTYPE_OF_LABEL.get(run.precision_label, (run.precision,)), "precision",
+                         run.precision_label)
+    if run.flash_attention is None:
+        assumed.append("flash attention on (not stated)")
+    if run.ep > 1 and not run.moe_detail:
+        raise NotExpressible(f"ep {run.ep} without an MoE description")
+    chunks = run.pp * (run.vpp or 1)
+    split = "stage hold one layer fewer" in run.assumptions
+    if run.layers % chunks and (run.layers + 2) % chunks == 0:
+        # Megatron refuses an uneven split unless the embedding and the loss take a layer slot each
+        # (Megatron-Core --account-for-{embedding,loss}-in-pipeline-split, as NeMo's Llama 3.1 405B recipe).
+        split = True
+        assumed.append(f"embedding and loss take a layer slot each ({run.layers} layers on pp*vpp = {chunks})")
+    config = ParallelConfig(
+        gpus=run.gpus, tp=run.tp, pp=run.pp, dp=run.dp, cp=run.cp, ep=run.ep, vpp=run.vpp or 1,
+        zero=3 if run.fsdp else (run.zero_stage if not run.distributed_optimizer else 0),
+        distributed_optimizer=bool(run.distributed_optimizer) and not run.fsdp,
+        sequence_parallel=bool(run.sequence_parallel) and run.tp > 1, recompute=recompute,
+        micro_batch=run.micro_batch, global_batch=run.global_batch, seq_len=run.seq_len, schedule=schedule,
+        dtype=dtype, flash_attention=run.flash_attention is not False,
+        account_for_embedding_and_loss=split,
+    )
+    return config, assumed
+
+
+def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
+    """The software behaviour the row's framework and flags describe."""
+    nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
+    overlap = run.dp_comm_overlap is not False
+    # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
+    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
+    return AnalyzeOptions(
+        overlap_grad_reduce=overlap, overlap_param_gather=overlap,
+        tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
+        pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
+        cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
+        else ContextParallelAlgorithm.RING,
+        grad_reduce_bytes=reduce_bytes,
+    )
+
+
+def run_inputs(run: PublishedRun) -> RunInputs:
+    """Map one published run; raises :class:`NotExpressible` with the reason where distcalc cannot."""
+    try:
+        spec = model_spec(run)
+        cluster = cluster_spec(run)
+        config, assumed = parallel_config(run)
+        validate_for_model(config, spec)
+        options = analyze_options(run, config)
+    except NotExpressible:
+        raise
+    except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
+        raise NotExpressible(str(exc).splitlines()[0]) from exc
+    return RunInputs(spec, cluster, config, options, tuple(assumed))

@@ -1,0 +1,76 @@
+"""Blackwell / A800 presets and the per-precision GEMM model (fp8, mxfp8, nvfp4)."""
+
+from __future__ import annotations
+
+import pytest
+
+from distcalc.analyze import analyze
+from distcalc.cluster import load_cluster
+from distcalc.compute import load_device
+from distcalc.compute.device import gemm_time_s
+from distcalc.errors import ConfigError
+from distcalc.hardware import load_gpu
+from distcalc.memory import bytes_per_parameter
+from distcalc.memory.states import Recipe
+from distcalc.parallel import ParallelConfig, Precision
+
+
+@pytest.mark.parametrize("gpu, bf16, fp8", [("gb200", 2.5e15, 5.0e15), ("gb300", 2.5e15, 5.0e15),
+                                            ("b200", 2.25e15, 4.5e15), ("a800-80gb", 312e12, None)])
+def test_dense_peaks_are_half_the_sparse_datasheet_figures(gpu, bf16, fp8):
+    peaks = load_gpu(gpu).peak_flops_per_s
+    assert peaks["bf16"] == bf16
+    assert peaks.get("fp8") == fp8
+
+
+def test_cluster_presets_name_their_gpu_and_links():
+    assert load_cluster("gb200-nvl72").gpu == "gb200"
+    assert load_cluster("gb300-nvl72").gpu == "gb300" and load_cluster("gb300-nvl72").inter.name == "ib-xdr"
+    b200 = load_cluster("dgx-b200")
+    assert (b200.gpu, b200.gpus_per_node, b200.intra.name, b200.inter.name) == ("b200", 8, "nvlink5", "ib-ndr")
+    a800 = load_cluster("dgx-a800")
+    assert a800.intra.bandwidth_bytes_per_s == 200e9  # 400 GB/s bidirectional NVLink cap
+    assert load_cluster("dgx-a100").intra.bandwidth_bytes_per_s == 300e9
+
+
+def test_b200_gemms_run_at_the_measured_sustained_rate():
+    n = 8192
+    for dtype, rate in (("bf16", 1.09e15), ("fp8", 1.96e15), ("mxfp8", 1.96e15)):
+        device = load_device("b200", dtype)
+        assert device.power_limited_flops_per_s == rate
+        assert float(gemm_time_s(1, n, n, n, device)) >= 2.0 * n**3 / rate
+
+
+@pytest.mark.parametrize("dtype, operand, quantize, cache", [
+    ("bf16", 2.0, 0.0, 0.0), ("fp16", 2.0, 0.0, 0.0), ("fp8", 1.0, 4.0, 1.0),
+    ("mxfp8", 1.03125, 2.0 + 2 * 1.03125, 2 * 1.03125), ("nvfp4", 0.5625, 2.0 + 2 * 0.5625, 2 * 0.5625)])
+def test_precision_byte_counts(dtype, operand, quantize, cache):
+    p = Precision(dtype)
+    assert (p.operand_bytes, p.quantize_bytes_per_element, p.weight_cache_bytes_per_parameter) == \
+        (operand, quantize, cache)
+    assert bytes_per_parameter(Recipe.MIXED, p)["weights"] == 2.0 + cache
+
+
+def test_block_scaled_formats_need_a_gpu_that_has_them():
+    with pytest.raises(ConfigError, match="mxfp8"):
+        load_device("h100-sxm", "mxfp8")
+    assert load_device("b200", "nvfp4").peak_flops_per_s == 9.0e15
+
+
+def test_mxfp8_costs_more_than_fp8_on_the_same_gpu():
+    config = dict(gpus=8, tp=1, dp=8, micro_batch=1, global_batch=64, seq_len=8192, distributed_optimizer=True)
+    fp8 = analyze("llama3-8b", "dgx-b200", ParallelConfig(dtype="fp8", **config))
+    mxfp8 = analyze("llama3-8b", "dgx-b200", ParallelConfig(dtype="mxfp8", **config))
+    bf16 = analyze("llama3-8b", "dgx-b200", ParallelConfig(dtype="bf16", **config))
+    assert fp8.step_time_s < mxfp8.step_time_s < bf16.step_time_s
+    assert mxfp8.memory["weights_bytes"] > fp8.memory["weights_bytes"]
+
+
+def test_export_and_pcie_variants_keep_their_silicon_and_cite_their_links():
+    h800 = load_cluster("dgx-h800")
+    assert h800.gpu == "h800" and h800.intra.bandwidth_bytes_per_s == 200e9
+    # same GH100 silicon and 700 W limit as H100 SXM: the same measured sustained rates
+    assert load_device("h800", "bf16").power_limited_flops_per_s == load_device("h100-sxm").power_limited_flops_per_s
+    assert load_gpu("h100-pcie").peak_flops_per_s["bf16"] == 756.5e12
+    assert load_cluster("h100-pcie-node").intra.name == "pcie5"
+    assert load_gpu("h100-nvl").memory_bytes == 94e9

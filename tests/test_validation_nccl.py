@@ -1,0 +1,67 @@
+"""Golden test: NCCL tuning model vs measured nccl-tests all-reduce busbw on one 8-GPU node (Azure A100 / H100 /
+H200). The issue's target (every size within 10 %, geomean <= 5 % per series) is NOT met by NCCL's own tuning
+constants; these tolerances pin what the model achieves today so a regression (or an improvement) shows."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from distcalc.cli import app
+from distcalc.validation import CASE_SETS
+from distcalc.validation.nccl_busbw import geomean_abs_error, label_bytes, log_rows, nccl_rows
+
+ROWS = nccl_rows()
+
+
+def test_labels_are_powers_of_two():
+    assert [label_bytes(x) for x in ("1K", "65K", "132K", "524K", "33M", "8G")] == [
+        1 << 10, 1 << 16, 1 << 17, 1 << 19, 1 << 25, 1 << 33]
+
+
+def test_every_row_is_priced_and_large_messages_are_within_10_percent():
+    assert len(ROWS) == 72 and len(CASE_SETS["nccl"]()) == 72
+    for row in ROWS:
+        error = row["predicted_GBps"] / row["measured_GBps"] - 1
+        if row["size_bytes"] >= 256 << 20:  # bandwidth-bound: NCCL's graph bandwidth is the physics
+            assert abs(error) <= 0.10, row
+        assert error > -0.10, row  # NCCL's model is never pessimistic by more than 10 % here
+
+
+@pytest.mark.parametrize("vm, algorithm, protocol, busbw, tolerance", [
+    ("ND_A100_v4", "ring", "Simple", 231.58, 0.04),   # 12 channels x 20 GB/s = 240 GB/s bus (+3.5 %)
+    ("ND_H100_v5", "nvls", "Simple", 478.87, 0.03),   # 8 x 40 GB/s x 5/6 x 1.75 = 466.7 GB/s (-2.6 %)
+    ("ND_H200_v5", "nvls", "Simple", 479.98, 0.03),
+])
+def test_8gib_golden(vm, algorithm, protocol, busbw, tolerance):
+    row = next(r for r in ROWS if r["vm"] == vm and r["label"] == "8G")
+    assert (row["algorithm"], row["protocol"]) == (algorithm, protocol)
+    assert row["predicted_GBps"] == pytest.approx(busbw, rel=tolerance)
+
+
+def test_geomean_error_per_series_as_reported():
+    # Issue target: <= 0.05. Today (NCCL's constants, no fit): A100 0.372, H100 0.297, H200 0.232.
+    geomean = geomean_abs_error(ROWS)
+    assert geomean["ND_A100_v4"] == pytest.approx(0.372, abs=0.01)
+    assert geomean["ND_H100_v5"] == pytest.approx(0.297, abs=0.01)
+    assert geomean["ND_H200_v5"] == pytest.approx(0.232, abs=0.01)
+
+
+def test_validate_cli_runs_the_set():
+    result = CliRunner().invoke(app, ["validate", "--set", "nccl", "--json"])
+    assert result.exit_code == 0, result.output
+    assert '"name": "nccl"' in result.stdout
+
+
+def test_published_a100_log_with_and_without_single_process_launch():
+    # NCCL's model on the published 8x A100 log: -g 8 (one thread launches 8 kernels per all-reduce, ~39 us floor)
+    # is 58 % off in geomean; the same host with one process per GPU (mpirun -g 1) 24 %; both within 10 % from
+    # 1 GiB up (512 MiB of the -g 8 run has out-of-place 4.63 ms vs in-place 4.25 ms: +11.8 % on their mean).
+    rows = log_rows()
+    assert len(rows) == 60 and len(CASE_SETS["nccl-tests-a100"]()) == 60
+    geomean = geomean_abs_error(rows)
+    assert geomean["one process, -g 8"] == pytest.approx(0.579, abs=0.01)
+    assert geomean["mpirun -np 8, -g 1"] == pytest.approx(0.238, abs=0.01)
+    for row in rows:
+        if row["size_bytes"] >= 1 << 30:
+            assert abs(row["predicted_GBps"] / row["measured_GBps"] - 1) <= 0.10, row

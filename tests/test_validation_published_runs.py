@@ -1,0 +1,108 @@
+"""The published-runs harness: every row compared or listed with its reason, mapping rules, summaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from distcalc.cli import app
+from distcalc.memory import MemoryBasis, memory_report
+from distcalc.parallel import ParallelConfig, Recompute
+from distcalc.validation import CASE_SETS
+from distcalc.validation.base import SkippedCase, ValidationCase
+from distcalc.validation.published import comparisons
+from distcalc.validation.published.mapping import NotExpressible, run_inputs
+from distcalc.validation.published.rows import published_runs
+from distcalc.validation.summary import OVERALL, group_summaries
+
+RUNS = {run.case_id: run for run in published_runs()}
+
+
+def test_every_row_is_compared_or_listed_with_a_reason():
+    results = comparisons()
+    assert len(results) == len(RUNS) == 198
+    for c in results:
+        assert (c.predicted_step_s is not None) != bool(c.reason), c.run.case_id
+        if c.predicted_step_s is not None:
+            assert c.predicted_step_s > 0 and c.measured_step_s > 0
+
+
+def test_other_tool_prediction_is_read_from_the_notes():
+    run = RUNS["simumax_b200_llama3_70b_l12_tp1_pp2_dp4_mbc4_cef"]
+    assert run.other_tool_prediction == ("SimuMax", pytest.approx(0.82876), 66.44)
+
+
+def test_zero_bubble_rows_keep_their_schedule_and_stage_split():
+    inputs = run_inputs(RUNS["zb_T4_1p5B_8g_m24_b6_1f1b"])
+    assert inputs.config.schedule.value == "1f1b"
+    assert inputs.config.account_for_embedding_and_loss  # first and last stage hold one layer fewer
+    assert inputs.config.micro_batch == 6 and inputs.config.global_batch == 144
+    assert inputs.spec.tie_word_embeddings and inputs.spec.position_embedding.value == "learned"
+
+
+def test_fsdp_rows_are_zero3_and_megatron_rows_use_the_distributed_optimizer():
+    fsdp = run_inputs(RUNS["torchtitan_a100_fsdp2_8b_l3_64g_selectiveop"])
+    assert fsdp.config.zero == 3 and not fsdp.config.distributed_optimizer
+    assert fsdp.config.recompute is Recompute.SELECTIVE
+    megatron = run_inputs(RUNS["nara21_1p7b"])
+    assert megatron.config.zero == 0 and megatron.config.recompute is Recompute.FULL
+    assert megatron.spec.norm_type.value == "layernorm" and megatron.spec.attention_qkv_bias
+
+
+def test_uneven_layer_counts_take_the_embedding_and_loss_slots():
+    run = RUNS["mbridge_25.11_gb200_llama3p1_405b_256g_fp8cs_main"]
+    assert run.layers == 126 and run.pp * run.vpp == 64
+    try:
+        inputs = run_inputs(run)
+    except NotExpressible as exc:  # only a missing preset may stop it, never the split
+        assert "split" not in str(exc) and "divisible" not in str(exc)
+    else:
+        assert inputs.config.account_for_embedding_and_loss
+        assert any("layer slot" in a for a in inputs.assumptions)
+
+
+def test_not_expressible_reasons_are_one_line():
+    skipped = CASE_SETS["published-runs"].skipped()
+    assert all(s.reason and "\n" not in s.reason for s in skipped)
+    assert len(skipped) + sum(c.unit == "s" for c in CASE_SETS["published-runs"].run()) == 198
+
+
+def test_memory_bases_are_ordered_allocated_reserved_device():
+    report = memory_report("llama3-8b", ParallelConfig(gpus=8, dp=8, seq_len=4096), "h100-sxm")
+    stage = report.worst
+    allocated, reserved, device = (stage.peak_bytes(b) for b in MemoryBasis)
+    assert 0 < allocated < reserved < device == stage.total_bytes
+    assert device - reserved == stage.communication_buffers_bytes + stage.cuda_context_bytes
+    assert report.memory_dict()["allocated_bytes"] == allocated
+
+
+def _case(group: str, predicted: float, published: float, other: float | None = None) -> ValidationCase:
+    return ValidationCase(case=f"{group}-{predicted}", predicted=predicted, published=published, unit="s",
+                          error_kind="relative", tolerance=0.08, group=group, other_tool="T" if other else "",
+                          other_tool_predicted=other)
+
+
+def test_group_summary_statistics():
+    cases = [_case("a", 1.1, 1.0, other=0.95), _case("a", 0.8, 1.0), _case("b", 2.0, 2.0)]
+    summaries = group_summaries(cases, [SkippedCase("x", "b", "no preset")], "s")
+    a, b, overall = summaries
+    assert (a.rows, a.runnable) == (2, 2) and (b.rows, b.runnable) == (2, 1)
+    assert a.mean_abs_error == pytest.approx(0.15) and a.signed_mean_error == pytest.approx(-0.05)
+    assert a.max_abs_error == pytest.approx(0.2)
+    assert a.other_tool == "T" and a.other_tool_mean_abs_error == pytest.approx(0.05)
+    assert a.ours_on_other_tool_rows == pytest.approx(0.1)
+    assert overall.group == OVERALL and overall.rows == 4 and overall.runnable == 3
+    assert overall.mean_abs_error == pytest.approx(0.1)
+
+
+def test_cli_json_has_per_source_summaries_and_the_rows_not_compared():
+    result = CliRunner().invoke(app, ["validate", "--set", "published-runs", "--json"])
+    assert result.exit_code == 0, result.output
+    entry = json.loads(result.stdout)["sets"][0]
+    step = entry["summary"]["step_time"]
+    assert step[-1]["group"] == OVERALL and step[-1]["rows"] == 198
+    assert {s["group"] for s in step[:-1]} == {run.source for run in RUNS.values()}
+    assert all(row["reason"] for row in entry["not_compared"])
+    assert all(c["group"] for c in entry["cases"])
