@@ -217,6 +217,27 @@ class _Builder:
         path.write_text(text)
         return str(path), mutation != "none"
 
+    def options_file(self) -> Value:
+        """An ``analyze --config`` YAML of options, valid or with one mutation."""
+        base = self.workdir / f"v{self.index}"
+        data: dict[str, Any] = {"model": "llama3-8b", "cluster": "dgx-h100", "gpus": 16, "tp": 8, "seq_len": 4096}
+        mutations = ["none", "unknown", "negative", "string", "alias", "binary", "list"]
+        mutation = "none" if self.clean else self.choose(mutations)
+        if mutation == "unknown":
+            data["bogus_option"] = 1
+        elif mutation == "negative":
+            data[self.choose(["tp", "gpus", "seq_len"])] = -8
+        elif mutation == "string":
+            data["tp"] = "eight"
+        text = _yaml_text(data)
+        if mutation == "alias":
+            text = "a: &a [1, 2]\nb: *a\n" + text
+        elif mutation == "list":
+            text = "- 1\n- 2\n"
+        path = base / "options.yaml"
+        path.write_bytes(b"\xff\xfe" + text.encode()) if mutation == "binary" else path.write_text(text)
+        return str(path), mutation != "none"
+
     def add_file(self, option: str, make: Callable[[], Value], presets: list[Value] | None = None) -> None:
         if presets and self.choose([True, False]):
             self.add(option, presets)
@@ -306,6 +327,10 @@ def _collective(b: _Builder) -> None:
     b.maybe("--plot", b.path_pool((".png", ".svg", ".pdf"), "plot"), 8)
     if b.choose([True, False, False]):
         b.add_file("--calibration", b.calibration_file)
+    if b.choose([True, False, False, False]):  # the NCCL tuning model on a cluster preset
+        b.add("--cluster", CLUSTERS)
+        b.maybe("--algorithm", ok("nccl") + bad("nccl-bogus"), 2)
+        b.maybe("--nccl-version", ok("2.18.5", "2.20.5") + bad("9.9.9"), 4)
 
 
 def _simulate(b: _Builder) -> None:
@@ -346,6 +371,8 @@ def _training(b: _Builder, memory: bool) -> None:
     b.maybe("--gpus-per-node", DEGREE, 8)
     if b.choose([True, False, False, False]):
         b.add_file("--calibration", b.calibration_file)
+    if b.choose([True, False, False, False]):
+        b.add_file("--config", b.options_file)
 
 
 def _memory(b: _Builder) -> None:
@@ -393,6 +420,10 @@ def _calibrate(b: _Builder) -> None:
     b.flag("--holdout")
 
 
+def _presets(b: _Builder) -> None:
+    b.vector.args = ["presets"]
+
+
 def _validate(b: _Builder) -> None:
     b.vector.args = ["validate"]
     b.maybe("--set", ok("gpu-kernels", "memory") + bad("no-such-set"), 1)
@@ -434,7 +465,7 @@ def _bench(b: _Builder, runs: bool) -> None:
 
 COMMANDS: dict[str, Callable[[_Builder], None]] = {
     "collective": _collective, "simulate": _simulate, "memory": _memory, "analyze": _analyze, "search": _search,
-    "topologies": _topologies, "calibrate": _calibrate, "validate": _validate,
+    "topologies": _topologies, "calibrate": _calibrate, "validate": _validate, "presets": _presets,
     "bench": lambda b: _bench(b, runs=False), "bench-run": lambda b: _bench(b, runs=True),
 }
 
