@@ -11,15 +11,16 @@ from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Recompute, Schedule, validate_for_model
 from distcalc.search.pareto import pareto_front
 from distcalc.search.space import (
-    COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, SpaceChoices, SpaceLimits, config_row, divisors, enumerate_space,
-    limits_for_model,
+    COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, SpaceChoices, SpaceLimits, config_row, divisors,
+    enumerate_space, limits_for_model,
 )
 
 GPT3 = SpaceLimits(num_layers=96, num_heads=96, num_kv_heads=96, num_experts=1, seq_len=2048, global_batch=64,
                    gpus_per_node=8)
 
 
-def _brute_force(spec: ModelSpec, gpus: int, seq_len: int, global_batch: int, node: int) -> set[tuple]:
+def _brute_force(spec: ModelSpec, gpus: int, seq_len: int, global_batch: int, node: int,
+                 schedules: tuple[str, ...] = DEFAULT_SCHEDULES) -> set[tuple]:
     """Oracle: every combination that ParallelConfig + validate_for_model accept, minus the search-only
     rules (TP inside a node; interleaved needs micro-batches % pp) and the equivalent duplicates. The
     embedding/loss split is derived: on exactly where the layers alone do not divide by pp·vpp."""
@@ -29,7 +30,7 @@ def _brute_force(spec: ModelSpec, gpus: int, seq_len: int, global_batch: int, no
     degrees = [(tp, cp, pp, ep) for tp, cp, pp, ep in itertools.product(*[divisors(gpus).tolist()] * 4)
                if gpus % (tp * cp * pp) == 0]
     for (tp, cp, pp, ep), vpp, sched, mb, zero, rec, sp in itertools.product(
-            degrees, vpps, Schedule, divisors(global_batch).tolist(),
+            degrees, vpps, [Schedule(name) for name in schedules], divisors(global_batch).tolist(),
             range(4), Recompute, (False, True)):
         dp = gpus // (tp * cp * pp)
         if min(node, gpus) % tp:
@@ -76,6 +77,17 @@ def test_matches_parallel_config_validation(spec, gpus, seq_len, batch, node):
     assert _rows(space) == _brute_force(spec, gpus, seq_len, batch, node)
     assert space.size == len(_rows(space))  # no duplicates
     assert np.any(space.configs["account_for_embedding_and_loss"] == 1)  # every case has split-only (pp, vpp)
+
+
+@pytest.mark.parametrize("spec, gpus, seq_len, batch, node", [
+    (SMALL_DENSE, 8, 64, 32, 8), (SPLIT_DENSE, 8, 64, 16, 8), (SMALL_MOE, 8, 32, 8, 8)])
+def test_every_schedule_matches_parallel_config_validation(spec, gpus, seq_len, batch, node):
+    """With every schedule (ZB-H2, ZB-V, DualPipe, DualPipeV too) the space is exactly what ParallelConfig and
+    validate_for_model accept (pp parity, micro-batch counts, V-shaped chunking)."""
+    limits = limits_for_model(spec, seq_len=seq_len, global_batch=batch, gpus_per_node=node)
+    space = enumerate_space(limits, gpus, SpaceChoices(schedule=SCHEDULE_CHOICES))
+    assert _rows(space) == _brute_force(spec, gpus, seq_len, batch, node, SCHEDULE_CHOICES)
+    assert set(space.configs["schedule"].tolist()) >= {4, 5, 6, 7}
 
 
 def test_split_is_derived_and_can_be_turned_off():

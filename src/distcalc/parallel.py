@@ -37,16 +37,23 @@ class Recompute(str, Enum):
 
 
 class Schedule(str, Enum):
-    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1)."""
+    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
+    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
     INTERLEAVED = "interleaved"
     ZERO_BUBBLE = "zero-bubble"
+    ZB_H1 = "zb-h1"
+    ZB_H2 = "zb-h2"
+    ZB_V = "zb-v"
+    DUALPIPE = "dualpipe"
+    DUALPIPEV = "dualpipev"
 
     @property
     def code(self) -> int:
-        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3."""
+        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3, zb-h2 4,
+        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8."""
         return _SCHEDULE_CODES[self]
 
 
@@ -101,8 +108,35 @@ _OPERAND_BYTES = {Precision.BF16: 2.0, Precision.FP16: 2.0, Precision.FP8: 1.0,
 
 RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
+#: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
+#: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
+SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
 _RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
-_SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3}
+_SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
+                   Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
+                   Schedule.DUALPIPEV: 7}
+
+
+#: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
+V_SHAPED_SCHEDULES = (SCHEDULE_ZB_V, SCHEDULE_DUALPIPEV)
+
+
+def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None:
+    """Why schedule ``code`` cannot run ``pp`` stages with ``micro_batches`` micro-batches (None when it can):
+    ZB-H2, ZB-V, DualPipe and DualPipeV need pp >= 2; DualPipe (two directions, half the micro-batches each)
+    an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
+    deepseek-ai/DualPipe ``step`` asserts both)."""
+    name = {SCHEDULE_ZB_H2: "zb-h2", SCHEDULE_ZB_V: "zb-v", SCHEDULE_DUALPIPE: "dualpipe",
+            SCHEDULE_DUALPIPEV: "dualpipev"}.get(int(code))
+    if name is None:
+        return None
+    if pp < 2:
+        return f"schedule {name} needs pp >= 2 (got pp({pp}))"
+    if code == SCHEDULE_DUALPIPE and (pp % 2 or micro_batches % 2):
+        return f"schedule {name} needs an even pp and an even number of micro-batches (got pp({pp}), {micro_batches})"
+    if code in (SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV) and micro_batches < 2 * pp:
+        return f"schedule {name} needs micro-batches({micro_batches}) >= 2 * pp({pp}) = {2 * pp}"
+    return None
 
 
 class ParallelConfig(BaseModel):
@@ -190,6 +224,9 @@ class ParallelConfig(BaseModel):
             raise ConfigError(
                 f"schedule interleaved needs pp >= 2 and vpp >= 2 (got pp({self.pp}), vpp({self.vpp}))"
             )
+        problem = schedule_shape_problem(self.resolved_schedule.code, self.pp, self.num_micro_batches)
+        if problem:
+            raise ConfigError(problem)
 
     # ----------------------------------------------------------------------------------- derived
     @property
@@ -280,21 +317,23 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"model {name!r}: {field}({value}) is not divisible by {degree_name}({degree}); "
                 f"valid {degree_name}: {_divisors(value)}"
             )
-    stages = config.pp * config.vpp
+    v_shape = config.resolved_schedule.code in V_SHAPED_SCHEDULES  # two chunks per stage
+    stages = config.pp * config.vpp * (2 if v_shape else 1)
+    chunks = f"pp({config.pp}) * vpp({config.vpp})" + (" * 2 (V-shaped schedule)" if v_shape else "")
     if config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
         if slots % stages or slots // config.pp < 2:
             raise ConfigError(
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) + 2 (embedding and loss slots) = "
-                f"{slots} is not divisible by pp({config.pp}) * vpp({config.vpp}) = {stages} (with at least 2 slots "
+                f"{slots} is not divisible by {chunks} = {stages} (with at least 2 slots "
                 f"per stage); valid pp·vpp: {_divisors(slots)}"
             )
     elif spec.num_hidden_layers % stages:
         hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}"
                 if config.pp > 1 else "")
         raise ConfigError(
-            f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by pp({config.pp}) * "
-            f"vpp({config.vpp}) = {stages}; valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"
+            f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) is not divisible by {chunks} = {stages}; "
+            f"valid pp·vpp: {_divisors(spec.num_hidden_layers)}{hint}"
         )
     if config.ep > 1 and not spec.is_moe:
         raise ConfigError(f"model {name!r} is dense: ep({config.ep}) must be 1")

@@ -18,7 +18,8 @@ gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3):
 
 Stages that are not equally loaded (the last stage also computes the logits): in the steady state every
 stage waits for the slowest, so ``T ≈ (m − 1 + …)`` uses ``t_max`` for the m steady-state slots and the
-mean stage time for the fill/drain (:func:`pipeline_time_s`); :func:`simulate_schedule` checks it.
+mean stage time for the fill/drain (:func:`pipeline_time_s`); :func:`simulate_schedule` (the schedule
+objects of :mod:`distcalc.schedules` executed) checks it.
 
 In-flight micro-batches (activation memory) per stage s (0 = first): GPipe m; 1F1B and ZB-H1
 ``min(m, p − s)``; interleaved Megatron warm-up ``2(p − s − 1) + (v − 1)·p + 1`` chunk micro-batches,
@@ -27,14 +28,13 @@ i.e. ``/v`` stage micro-batches — for s = 0, ``p·(1 + (p − 1)/(p·v))`` (Ko
 
 from __future__ import annotations
 
-import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from distcalc.errors import ConfigError
-from distcalc.parallel import SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE
+from distcalc.parallel import SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE
+from distcalc.schedules import PassTimes, execute, get_schedule
 
 ArrayLike = Any
 
@@ -97,8 +97,9 @@ def p2p_transfers_per_micro_batch(schedule: ArrayLike, pp: ArrayLike, vpp: Array
 # ----------------------------------------------------------------------------------------------- simulator
 @dataclass(frozen=True)
 class Event:
-    """One operation on the timeline: kind 'F', 'B' or 'W' of micro-batch ``micro_batch``, model chunk
-    ``chunk`` on stage ``stage``, from ``start_s`` to ``end_s``."""
+    """One operation on the timeline: kind 'F', 'B' (the backward; only its input-gradient part where the
+    schedule runs W apart), 'W' or 'F&B' (DualPipe's overlapped pair; ``micro_batch`` is the forward's, ``chunk``
+    the backward's) on stage ``stage``, from ``start_s`` to ``end_s``."""
 
     stage: int
     kind: str
@@ -125,121 +126,29 @@ class Timeline:
         return (self.makespan_s - busy) / busy
 
 
-def _one_f_one_b_order(p: int, s: int, m: int) -> list[tuple[str, int, int]]:
-    warm = min(p - s - 1, m)
-    order = [("F", i, 0) for i in range(warm)]
-    for i in range(m - warm):
-        order += [("F", warm + i, 0), ("B", i, 0)]
-    order += [("B", i, 0) for i in range(m - warm, m)]
-    return order
-
-
-def _interleaved_order(p: int, s: int, m: int, v: int) -> list[tuple[str, int, int]]:
-    """Megatron-LM ``forward_backward_pipelining_with_interleaving`` order (m a multiple of p)."""
-    total = m * v
-
-    def fwd(k: int) -> tuple[str, int, int]:
-        return ("F", (k // (p * v)) * p + k % p, (k // p) % v)
-
-    def bwd(k: int) -> tuple[str, int, int]:
-        return ("B", (k // (p * v)) * p + k % p, v - 1 - (k // p) % v)
-
-    warm = min((p - s - 1) * 2 + (v - 1) * p, total)
-    order = [fwd(k) for k in range(warm)]
-    for i in range(total - warm):
-        order += [fwd(warm + i), bwd(i)]
-    order += [bwd(k) for k in range(total - warm, total)]
-    return order
-
-
-def schedule_orders(schedule: int, p: int, m: int, v: int = 1) -> list[list[tuple[str, int, int]]]:
-    """Per-stage operation order (kind, micro-batch, chunk) of a schedule code."""
-    if schedule == SCHEDULE_GPIPE:
-        return [[("F", i, 0) for i in range(m)] + [("B", i, 0) for i in range(m)] for _ in range(p)]
-    if schedule == SCHEDULE_INTERLEAVED:
-        if m % p:
-            raise ConfigError(f"interleaved schedule needs micro-batches({m}) to be a multiple of pp({p})")
-        return [_interleaved_order(p, s, m, v) for s in range(p)]
-    if schedule in (SCHEDULE_1F1B, SCHEDULE_ZERO_BUBBLE):
-        return [_one_f_one_b_order(p, s, m) for s in range(p)]
-    raise ConfigError(f"unknown schedule code {schedule}; valid: 0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble")
-
-
 def simulate_schedule(schedule: int, pp: int, micro_batches: int, vpp: int = 1, forward_s: Any = 1.0,
                       backward_s: Any = 2.0, weight_s: Any = 0.0, p2p_s: float = 0.0) -> Timeline:
-    """Discrete-event simulation of a pipeline schedule.
+    """Discrete-event simulation of a pipeline schedule: the schedule object's plan
+    (:mod:`distcalc.schedules`, by integer code) executed with these times.
 
     ``forward_s``/``backward_s``/``weight_s``: per-stage times of ONE micro-batch over all chunks of the
-    stage (scalars or sequences of length p); each chunk takes 1/v of it. ``backward_s`` includes W except
-    for the zero-bubble schedule, where W is a separate op that a stage runs whenever its next F/B is not
-    ready (greedy bubble filling as in ZB-H1), and otherwise right after its B. ``p2p_s`` delays every
-    cross-stage dependency. Dependencies: F of virtual stage j needs F of j−1; B of j needs B of j+1 (the
-    last virtual stage's B needs its own F); W needs its B.
-    """
-    p, m = int(pp), int(micro_batches)
-    v = int(vpp) if schedule == SCHEDULE_INTERLEAVED else 1
-    zb = schedule == SCHEDULE_ZERO_BUBBLE
-    fwd = np.broadcast_to(np.asarray(forward_s, dtype=float), (p,)) / v
-    bwd = np.broadcast_to(np.asarray(backward_s, dtype=float), (p,)) / v
-    wgt = np.broadcast_to(np.asarray(weight_s if zb else 0.0, dtype=float), (p,)) / v
-    orders = schedule_orders(schedule, p, m, v)
-    done: dict[tuple[str, int, int], float] = {}  # (kind, micro-batch, virtual stage) -> end time
-    position = [0] * p
-    pending_w: list[list[tuple[int, int]]] = [[] for _ in range(p)]
-    free = [0.0] * p
+    stage (scalars or sequences of length p); each chunk takes its share (1/v interleaved, 1/2 V-shaped).
+    ``backward_s`` includes W except for the schedules that split the backward (zero-bubble and the ZB /
+    DualPipe family), where W (``weight_s``) is a separate pass. ``p2p_s`` delays every dependency between
+    two devices."""
+    target = get_schedule(int(schedule))
+    plan = target.plan(int(pp), int(micro_batches), int(vpp) if schedule == SCHEDULE_INTERLEAVED else 1)
+    device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
+
+    def per_stage(x: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(x, dtype=float), (plan.devices,))[device] * plan.chunk_fraction
+
+    weight = weight_s if target.split_backward else 0.0
+    run = execute(plan, PassTimes(per_stage(forward_s), per_stage(backward_s), per_stage(weight), p2p_s),
+                  keep_events=True)
     timeline = Timeline()
-    last_virtual = p * v - 1
-
-    def ready_time(stage: int, op: tuple[str, int, int]) -> float | None:
-        kind, mb, chunk = op
-        j = chunk * p + stage
-        if kind == "F":
-            if j == 0:
-                return 0.0
-            dep = done.get(("F", mb, j - 1))
-            return None if dep is None else dep + p2p_s
-        if j == last_virtual:
-            return done.get(("F", mb, j))
-        dep = done.get(("B", mb, j + 1))
-        return None if dep is None else dep + p2p_s
-
-    heap = [(0.0, s) for s in range(p)]
-    waiting: dict[int, float] = {}
-    while heap:
-        now, s = heapq.heappop(heap)
-        if position[s] >= len(orders[s]):
-            if pending_w[s]:
-                mb, chunk = pending_w[s].pop(0)
-                end = now + wgt[s]
-                timeline.events.append(Event(s, "W", mb, chunk, now, end))
-                free[s] = end
-                heapq.heappush(heap, (end, s))
-            continue
-        op = orders[s][position[s]]
-        ready = ready_time(s, op)
-        over_limit = len(pending_w[s]) > s  # ZB-H1: stage s may defer s W's (its 1F1B memory is p − s)
-        if zb and pending_w[s] and (ready is None or ready > now or over_limit):
-            mb, chunk = pending_w[s].pop(0)
-            end = now + wgt[s]
-            timeline.events.append(Event(s, "W", mb, chunk, now, end))
-            heapq.heappush(heap, (end, s))
-            continue
-        if ready is None:  # dependency not yet scheduled: wait until another stage schedules something
-            waiting[s] = now
-            continue
-        kind, mb, chunk = op
-        start = max(now, ready)
-        end = start + (fwd[s] if kind == "F" else bwd[s])
-        done[(kind, mb, chunk * p + s)] = end
-        timeline.events.append(Event(s, kind, mb, chunk, start, end))
-        position[s] += 1
-        if zb and kind == "B":
-            pending_w[s].append((mb, chunk))
-        heapq.heappush(heap, (end, s))
-        for other, since in waiting.items():
-            heapq.heappush(heap, (since, other))
-        waiting.clear()
-    if any(position[s] < len(orders[s]) for s in range(p)):
-        raise ConfigError("pipeline schedule deadlocked (inconsistent operation order)")
-    timeline.makespan_s = max(e.end_s for e in timeline.events)
+    for stage, op, start, end in run.events:
+        kind = "F&B" if len(op) == 2 else "B" if op[0].kind.value == "BW" else op[0].kind.value
+        timeline.events.append(Event(stage, kind, op[0].micro_batch, op[-1].chunk, float(start[0]), float(end[0])))
+    timeline.makespan_s = float(run.makespan_s[0])
     return timeline

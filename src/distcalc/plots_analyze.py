@@ -10,6 +10,7 @@ from typing import Any
 
 from distcalc.parallel import Schedule
 from distcalc.pipeline import simulate_schedule
+from distcalc.schedules import get_schedule
 
 #: Breakdown components drawn (key, label)
 COMPONENTS = (
@@ -22,17 +23,21 @@ MAX_TIMELINE_MICRO_BATCHES = 16
 
 
 def timeline_for(report: Any) -> tuple[Any, int]:
-    """Simulated schedule of the report's pipeline (at most 16 micro-batches shown, rounded to pp)."""
+    """Executed schedule of the report's pipeline (:func:`distcalc.pipeline.simulate_schedule`; at most 16
+    micro-batches shown, rounded to what the schedule needs: a multiple of pp interleaved, an even number of
+    at least 2·pp for DualPipe)."""
     pipe = report.pipeline
     pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
-    schedule = Schedule(pipe["schedule"]).code
+    code = Schedule(pipe["schedule"]).code
+    schedule = get_schedule(code)
     shown = min(int(pipe["micro_batches"]), max(MAX_TIMELINE_MICRO_BATCHES, pp))
-    if schedule == Schedule.INTERLEAVED.code:
+    if schedule.name == "interleaved":
         shown = max(pp, shown - shown % pp)
+    if schedule.name.startswith("dualpipe"):
+        shown = max(2 * pp, shown - shown % 2)
     forward, backward = pipe["stage_forward_s"], pipe["stage_backward_s"]
-    weight = backward / 2 if schedule == Schedule.ZERO_BUBBLE.code else 0.0
-    timeline = simulate_schedule(schedule, pp, shown, vpp, forward, backward - weight, weight)
-    return timeline, shown
+    weight = backward / 2 if schedule.split_backward else 0.0  # W ≈ half the backward (B and W each one GEMM)
+    return simulate_schedule(code, pp, shown, vpp, forward, backward - weight, weight), shown
 
 
 def plot_analysis(report: Any, path: Path | str) -> None:
@@ -55,18 +60,26 @@ def plot_analysis(report: Any, path: Path | str) -> None:
     left.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=2)
 
     timeline, shown = timeline_for(report)
-    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green"}
+    colours = {"F": "tab:blue", "B": "tab:orange", "W": "tab:green", "F&B": "tab:purple"}
+    hatches = ("", "//", "..", "xx")
     for event in timeline.events:
         right.barh(event.stage, event.end_s - event.start_s, left=event.start_s, color=colours[event.kind],
-                   edgecolor="white", linewidth=0.3)
+                   hatch=hatches[event.chunk % len(hatches)], edgecolor="white", linewidth=0.3)
+    right.set_yticks(range(max(int(report.pipeline["stages"]), 1)))
     right.invert_yaxis()
     right.set_xlabel("seconds")
-    right.set_ylabel("pipeline stage")
+    right.set_ylabel("pipeline stage (device)")
     total = int(report.pipeline["micro_batches"])
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
-    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward, W weight-grad")
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()]
-    right.legend(handles, list(colours), fontsize=7, loc="lower right")
+    right.set_title(f"{report.pipeline['schedule']} schedule{note}: F forward, B backward (input-grad where W is "
+                    "apart), W weight-grad, F&B overlapped; hatch = chunk", fontsize=9)
+    used = sorted({e.kind for e in timeline.events}, key=list(colours).index)
+    chunks = sorted({e.chunk for e in timeline.events})
+    handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in used]
+    handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=hatches[c % len(hatches)])
+                for c in chunks if len(chunks) > 1]
+    right.legend(handles, used + [f"chunk {c}" for c in chunks if len(chunks) > 1], fontsize=7, loc="upper left",
+                 bbox_to_anchor=(1.0, 1.0))
     fig.suptitle(f"{report.model['name']} on {report.cluster['gpus']}× {report.cluster['gpu']} ({report.cluster['name']})")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -167,7 +167,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
                emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
                out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),
-               out_b=slowest * np.asarray(heads.output_backward_s, dtype=float), slowest_gpu_factor=slowest)
+               out_b=slowest * np.asarray(heads.output_backward_s, dtype=float),
+               out_wg=slowest * np.asarray(heads.output_wgrad_s, dtype=float), slowest_gpu_factor=slowest)
     out["emb_comm"] = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
     out["head_comm"] = total(head_entries, lambda x: True) - out["emb_comm"]
     out["_entries"] = entries + head_entries

@@ -43,6 +43,7 @@ import numpy as np
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block)
 from distcalc.analyze.comm import with_calibration
+from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.fsdp import fsdp_exposure
 from distcalc.analyze.options import AnalyzeOptions
@@ -253,6 +254,17 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     weight = g(u["weight"]) if (sch == SCHEDULE_ZERO_BUBBLE).any() else 0.0
     pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
+    executed = executed_mask(sch)
+    if executed.any():  # ZB-H2, ZB-V, DualPipe(V): run the schedule's plan with these times
+        mbu = u["mb"]
+        terms = {"lps_mid": g(u["lps_m"]), "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
+                 "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
+                 **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
+                                           "out_wg", "head_comm")},
+                 "wgrad": g(mbu["backward_wgrad_s"]), "p2p_exposed": np.broadcast_to(p2p_exposed, pp.shape),
+                 "p2p_latency": g(u["p2p_transfer"]) * (1.0 if o.pipeline_p2p_overlap else 0.0)}
+        run, busiest = executed_pipeline_s(sch, pp, m, terms)
+        pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
     by_zero = inverse * 4 + zero
@@ -300,6 +312,15 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
     }
+    if executed.any():
+        # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding
+        # and the output layer over both ends and hides EP all-to-all in its F&B pairs, so that device can be
+        # less loaded than the slowest 1F1B stage): scale them to its busy time; the bubble is its idle time
+        scale = np.where(executed, np.divide(busiest, m_stage_max, out=np.ones_like(m_stage_max),
+                                             where=executed & (m_stage_max > 0)), 1.0)
+        for key in ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s"):
+            result[key] = np.where(executed, result[key] * scale, result[key])
+        result["bubble_s"] = np.where(executed, pipeline - np.where(executed, busiest, 0.0), result["bubble_s"])
     result = {k: x.reshape(shape) for k, x in result.items()}
     if details:
         counts = [np.asarray(msg.count, dtype=float) for msg in

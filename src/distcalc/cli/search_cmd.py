@@ -114,7 +114,9 @@ def register(app: typer.Typer) -> None:
         target_memory: Annotated[Optional[str], typer.Option(help="--min-gpus memory target per GPU, e.g. 60GiB")] = None,
         zero: Annotated[Optional[str], typer.Option(help="ZeRO stages to search, e.g. 0,1 (default all)")] = None,
         recompute: Annotated[Optional[str], typer.Option(help="recompute modes, e.g. selective,full")] = None,
-        schedule: Annotated[Optional[str], typer.Option(help="schedules, e.g. 1f1b,interleaved")] = None,
+        schedule: Annotated[Optional[str], typer.Option(
+            help="schedules, e.g. 1f1b,interleaved (default gpipe,1f1b,interleaved,zero-bubble; also zb-h1, "
+                 "zb-h2, zb-v, dualpipe, dualpipev, executed)")] = None,
         gpu: Annotated[Optional[str], typer.Option(help="GPU preset overriding the cluster's")] = None,
         output: Annotated[Optional[Path], typer.Option(help="write every feasible configuration (CSV)")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(

@@ -189,12 +189,15 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
 
 @dataclass(frozen=True)
 class HeadTimes:
-    """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch."""
+    """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch.
+    ``output_wgrad_s``: the part of ``output_backward_s`` that is the logits weight-gradient GEMM (what a
+    B/W-split schedule defers to its W pass)."""
 
     embedding_forward_s: ArrayLike
     embedding_backward_s: ArrayLike
     output_forward_s: ArrayLike
     output_backward_s: ArrayLike
+    output_wgrad_s: ArrayLike = 0.0
 
 
 def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
@@ -216,4 +219,4 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     logits = tokens * vocab_t
     out_f = f + elementwise_time_s(logits * 20.0 + stream * 4.0, device, 6)
     out_b = dg + wg + elementwise_time_s(logits * 10.0 + stream * 8.0, device, 3)
-    return HeadTimes(emb_f, emb_b, out_f, out_b)
+    return HeadTimes(emb_f, emb_b, out_f, out_b, wg)

@@ -13,7 +13,8 @@ from distcalc.errors import ConfigError
 from distcalc.inputs import excerpt
 from distcalc.jobs.base import ModelRequest
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
-from distcalc.search.space import COLUMNS, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, ZERO_CHOICES
+from distcalc.search.space import (COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_ALIASES, SCHEDULE_CHOICES,
+                                   ZERO_CHOICES)
 from distcalc.units import parse_size, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -33,19 +34,23 @@ class SearchRequest(ModelRequest):
     target_memory: Optional[str] = None
     zero: Optional[str] = Field(None, description="ZeRO stages to search, e.g. 0,1 (default all)")
     recompute: Optional[str] = Field(None, description="recompute modes, e.g. selective,full")
-    schedule: Optional[str] = Field(None, description="schedules, e.g. 1f1b,interleaved")
+    schedule: Optional[str] = Field(None, description="schedules, e.g. 1f1b,interleaved (default gpipe, 1f1b, "
+                                                      "interleaved, zero-bubble; also zb-h1, zb-h2, zb-v, "
+                                                      "dualpipe, dualpipev, executed)")
     gpu: Optional[str] = None
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
 
 
-def choice_list(text: str | None, valid: tuple, option: str, convert=str) -> tuple:
-    """``"a,b"`` → (a, b), every item one of ``valid``; None → every valid value."""
+def choice_list(text: str | None, valid: tuple, option: str, convert=str, default: tuple | None = None,
+                aliases: dict | None = None) -> tuple:
+    """``"a,b"`` → (a, b), every item one of ``valid`` (or an alias of one); None → ``default`` (every valid
+    value)."""
     if text is None:
-        return valid
+        return valid if default is None else default
     items = []
     for part in str(text).split(","):
         try:
-            item = convert(part.strip())
+            item = convert((aliases or {}).get(part.strip(), part.strip()))
         except ValueError:
             item = None
         if item not in valid:
@@ -78,7 +83,8 @@ def run_search(request: SearchRequest, *, allow_files: bool = False, calibration
     choices = SpaceChoices(
         zero=choice_list(request.zero, ZERO_CHOICES, "--zero", int),
         recompute=choice_list(request.recompute, RECOMPUTE_CHOICES, "--recompute"),
-        schedule=choice_list(request.schedule, SCHEDULE_CHOICES, "--schedule"),
+        schedule=choice_list(request.schedule, SCHEDULE_CHOICES, "--schedule", default=DEFAULT_SCHEDULES,
+                             aliases=SCHEDULE_ALIASES),
     )
     return search(
         spec, cluster_spec, counts, global_batch=request.global_batch, seq_len=request.seq_len,

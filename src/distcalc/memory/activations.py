@@ -44,8 +44,10 @@ from distcalc.parallel import (
     RECOMPUTE_SELECTIVE,
     SCHEDULE_GPIPE,
     SCHEDULE_INTERLEAVED,
+    SCHEDULE_ZB_H2,
     SCHEDULE_ZERO_BUBBLE,
 )
+from distcalc.schedules import peak_in_flight_counts
 
 FP32_BYTES = 4.0
 ACT_BYTES = 2.0  # 16-bit activations (Korthikanti et al. assume 2 bytes)
@@ -124,14 +126,36 @@ def in_flight_micro_batches(schedule, pp, stage, vpp, num_micro_batches):
     * Zero-bubble ZB-H1 (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", ICLR, §3.1): peak memory
       ``pp·M_B`` on every stage (the same bound as 1F1B's first stage); we use ``min(pp, m)`` on every
       stage — an upper bound for stages > 0, whose deferred weight-gradient passes hold part of M_B.
+    * zb-h1, ZB-H2, ZB-V, DualPipe, DualPipeV: the peak counted on the executed plan, activations held until
+      a split backward's W (:func:`distcalc.schedules.peak_in_flight_counts`, in stage units: p on every
+      ZB-H1 and ZB-V stage, 2p − 1 on every ZB-H2 stage, PP + 1 on DualPipe, p + 1/2 on DualPipeV — the
+      papers' tables, tests).
     """
     code = np.asarray(schedule)
     p, i, v, m = (np.asarray(x, dtype=float) for x in (pp, stage, vpp, num_micro_batches))
     one_f_one_b = np.minimum(p - i, m)
     interleaved = np.minimum(2 * (p - i - 1) + (v - 1) * p + 1, m * v)
-    return np.where(code == SCHEDULE_GPIPE, m * v,
-                    np.where(code == SCHEDULE_INTERLEAVED, interleaved,
-                             np.where(code == SCHEDULE_ZERO_BUBBLE, np.minimum(p, m), one_f_one_b)))
+    closed = np.where(code == SCHEDULE_GPIPE, m * v,
+                      np.where(code == SCHEDULE_INTERLEAVED, interleaved,
+                               np.where(code == SCHEDULE_ZERO_BUBBLE, np.minimum(p, m), one_f_one_b)))
+    executed = code >= SCHEDULE_ZB_H2
+    if not np.any(executed):
+        return closed
+    return np.where(executed, executed_in_flight(code, pp, stage, num_micro_batches), closed)
+
+
+def executed_in_flight(schedule, pp, stage, num_micro_batches) -> np.ndarray:
+    """Peak in-flight stage units of each (schedule, pp, stage, m) whose schedule code is executed (0 elsewhere)."""
+    code, p, s, m = (np.asarray(x).astype(np.int64) for x in np.broadcast_arrays(schedule, pp, stage, num_micro_batches))
+    out = np.zeros(code.shape)
+    mask = code >= SCHEDULE_ZB_H2
+    keys = np.stack([code[mask], p[mask], m[mask]], axis=1)
+    index = np.flatnonzero(mask)
+    for key in np.unique(keys, axis=0):
+        rows = index[np.all(keys == key, axis=1)]
+        peaks = np.asarray(peak_in_flight_counts(*(int(k) for k in key)))
+        out.flat[rows] = peaks[s.flat[rows]]
+    return out
 
 
 def output_in_flight(schedule, num_micro_batches):

@@ -33,7 +33,8 @@ from distcalc.memory.activations import (
 from distcalc.memory.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
-from distcalc.parallel import chunk_layer_range, stage_layer_count
+from distcalc.parallel import SCHEDULE_DUALPIPE, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count
+from distcalc.schedules import PARAMETER_COPIES
 
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
@@ -154,7 +155,14 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     layer_terms = stage_layer_terms(dims, t, stage) if layer_terms is None else layer_terms
     stage_f = np.asarray(stage, dtype=float)
     pp_f, vpp_f, m = t["pp"], t["vpp"], t["m"]
-    first, last = stage_f == 0, stage_f == pp_f - 1
+    code = np.asarray(t["schedule"])
+    # where the embedding and the loss sit: V-shaped schedules (ZB-V, DualPipeV) hold both on device 0,
+    # DualPipe (both directions) on device 0 and device pp−1 (DeepSeek-V3 report §3.2.1)
+    v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == SCHEDULE_DUALPIPE
+    ends = (stage_f == 0) | (stage_f == pp_f - 1)
+    first = np.where(dual, ends, stage_f == 0)
+    last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))
+    copies = PARAMETER_COPIES[code]  # DualPipe keeps two stages' parameters per device
     layers, n_moe = layer_terms["layers"], layer_terms["n_moe"]
 
     # ---- parameters held by this GPU, and their states
@@ -163,8 +171,9 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     w_l, g_l, o_l = layer_terms["states_l"]
     w_n, g_n, o_n = sharded_state_bytes(edge_params, t["per_param"], t["divisors"])
     w_e, g_e, o_e = layer_terms["states_e"]
+    w_l, g_l, o_l, w_e, g_e, o_e = (copies * x for x in (w_l, g_l, o_l, w_e, g_e, o_e))  # exact for 1 copy
     weights, gradients, optimizer = w_l + w_n + w_e, g_l + g_n + g_e, o_l + o_n + o_e
-    layer_states = layer_terms["layer_states"]
+    layer_states = copies * layer_terms["layer_states"]
 
     # ---- activations
     units = in_flight_micro_batches(t["schedule"], pp_f, stage_f, vpp_f, m)
@@ -185,7 +194,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     reserve = options.allocator_reserve_fraction * subtotal
     return {
         "layers": layers, "moe_layers": n_moe,
-        "parameters": layer_params + expert_params + edge_params, "layer_parameters": layer_params + expert_params,
+        "parameters": copies * layer_params + copies * expert_params + edge_params,
+        "layer_parameters": copies * layer_params + copies * expert_params,
         "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer,
         "model_states_bytes": weights + gradients + optimizer, "layer_model_states_bytes": layer_states,
         "in_flight_micro_batches": units, "activations_per_layer_bytes": per_layer,

@@ -28,7 +28,7 @@ named in :class:`Rejections.rules`:
   split, pp > 1, ``(L + 2) % (pp·vpp) == 0`` and ``(L + 2) // pp >= 2``; ``global_batch % (micro_batch·dp)``;
   with sequence parallelism ``(seq_len / cp) % tp``; and (*) for the interleaved schedule the number of
   micro-batches ``global_batch / (micro_batch·dp)`` a multiple of ``pp`` (Megatron-LM's interleaved schedule
-  requires it, Narayanan et al. 2021 §2.2; :func:`distcalc.pipeline.schedule_orders`).
+  requires it, Narayanan et al. 2021 §2.2; :class:`distcalc.schedules.classic.Interleaved`).
 * group does not fit (*) — a TP group must lie inside one node's fast tier: ``tp`` divides ``gpus_per_node``
   (when N ≥ gpus_per_node; otherwise ``tp`` divides N, which always holds).
 * incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
@@ -52,11 +52,18 @@ if TYPE_CHECKING:
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
            "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
 RECOMPUTE_CHOICES = ("none", "selective", "full")
-SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble")
+SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev",
+                    "zb-h1")
+#: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
+#: per (schedule, pp, micro-batches) and DualPipe doubles the parameters).
+DEFAULT_SCHEDULES = SCHEDULE_CHOICES[:4]
+#: Other spellings accepted by ``--schedule``.
+SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
 ZERO_CHOICES = (0, 1, 2, 3)
 _INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
 _ONE_F_ONE_B = SCHEDULE_CHOICES.index("1f1b")
 _ZERO_BUBBLE = SCHEDULE_CHOICES.index("zero-bubble")
+_DUALPIPE, _DUALPIPEV, _ZB_V = (SCHEDULE_CHOICES.index(n) for n in ("dualpipe", "dualpipev", "zb-v"))
 INDEX_DTYPE = np.int64
 
 ConfigArrays = dict[str, np.ndarray]
@@ -107,7 +114,7 @@ class SpaceChoices:
 
     zero: tuple[int, ...] = ZERO_CHOICES
     recompute: tuple[str, ...] = RECOMPUTE_CHOICES
-    schedule: tuple[str, ...] = SCHEDULE_CHOICES
+    schedule: tuple[str, ...] = DEFAULT_SCHEDULES
     sequence_parallel: tuple[bool, ...] = (False, True)
     embedding_loss_split: bool = True  # False: only even splits of the layers (L % (pp·vpp) == 0)
 
@@ -262,8 +269,13 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f.reject(RejectReason.INCOMPATIBLE, "interleaved needs pp > 1", (pp == 1) & (schedule == _INTERLEAVED))
     f.reject(None, "interleaved with vpp = 1 is 1f1b", (schedule == _INTERLEAVED) & (vpp == 1))
     f.reject(RejectReason.INCOMPATIBLE, "zero-bubble needs pp > 1", (pp == 1) & (schedule == _ZERO_BUBBLE))
-    columns = f.result()
+    f.reject(RejectReason.INCOMPATIBLE, "dualpipe needs an even pp", (schedule == _DUALPIPE) & (pp % 2 != 0))
     # The split is derived: on exactly where the layers alone cannot be cut evenly.
+    split_on = limits.num_layers % (pp * vpp) != 0
+    v_shape = (schedule == _ZB_V) | (schedule == _DUALPIPEV)  # two chunks per stage
+    f.reject(RejectReason.DIVISIBILITY, "V-shaped: (num_layers [+2 split]) % (2*pp)",
+             v_shape & ((limits.num_layers + 2 * split_on) % (2 * pp) != 0))
+    columns = f.result()
     columns["account_for_embedding_and_loss"] = (
         limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
 
@@ -276,6 +288,10 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     micro_batches = limits.global_batch // per_step
     f.reject(RejectReason.DIVISIBILITY, "interleaved: micro-batches % pp",
              (columns["schedule"] == _INTERLEAVED) & (micro_batches % columns["pp"] != 0))
+    dual = (columns["schedule"] == _DUALPIPE) | (columns["schedule"] == _DUALPIPEV)
+    f.reject(RejectReason.DIVISIBILITY, "dualpipe(v): micro-batches >= 2*pp (and even for dualpipe)",
+             dual & ((micro_batches < 2 * columns["pp"])
+                     | ((columns["schedule"] == _DUALPIPE) & (micro_batches % 2 != 0))))
     columns = f.result()
 
     # Stage 4: memory options: sequence parallelism, then ZeRO, then recompute (filtered in between).
@@ -315,7 +331,7 @@ def config_row(configs: ConfigArrays, i: int) -> dict:
 
 
 __all__ = [
-    "COLUMNS", "RECOMPUTE_CHOICES", "SCHEDULE_CHOICES", "ZERO_CHOICES", "ConfigArrays", "RejectReason",
+    "COLUMNS", "DEFAULT_SCHEDULES", "RECOMPUTE_CHOICES", "SCHEDULE_ALIASES", "SCHEDULE_CHOICES", "ZERO_CHOICES", "ConfigArrays", "RejectReason",
     "Rejections", "Space", "SpaceChoices", "SpaceLimits", "config_row", "divisors", "enumerate_space",
     "limits_for_model", "config_values",
 ]

@@ -70,7 +70,7 @@ export function breakdownChart(report) {
   return frame(W, H, body);
 }
 
-const KIND_COLOR = { F: "#63b3ed", B: "#f6ad55", W: "#9ae6b4" };
+const KIND_COLOR = { F: "#63b3ed", B: "#f6ad55", W: "#9ae6b4", "F&B": "#b794f4" };
 
 export function timelineChart(tl) {
   const W = 1040, laneH = 22, left = 60, right = 10, top = 6, axis = 24;

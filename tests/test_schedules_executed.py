@@ -1,0 +1,134 @@
+"""Schedule objects: executed bubbles equal the published closed forms, peak in-flight activations equal the
+papers' memory tables, every pass runs exactly once."""
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from distcalc.errors import ConfigError
+from distcalc.schedules import SCHEDULES, PassKind, PassTimes, execute, get_schedule, peak_in_flight
+
+NAMES = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"]
+
+
+def _bubble(name, p, m, tf, tb, tw, p2p=0.0):
+    s = get_schedule(name)
+    plan = s.plan(p, m)
+    c = plan.chunk_fraction
+    ex = execute(plan, PassTimes(tf * c, tb * c, tw * c, p2p))
+    return float(ex.bubble_s(s.tiles_iterations)[0]), s.closed_form_bubble_s(p, m, tf * c, tb * c, tw * c), ex
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 20), (6, 12), (8, 16), (8, 40)])
+def test_equal_pass_times_reproduce_published_bubble(name, p, m):
+    executed, closed, _ = _bubble(name, p, m, 1.0, 1.0, 1.0)
+    assert executed == pytest.approx(closed, abs=1e-9)
+
+
+def test_published_values_at_equal_times():
+    """1F1B 3(p−1), ZB-H1 (p−1) (a third), ZB-H2 and ZB-V 0 (Qi et al. Table 2 / ZB authors' table),
+    DualPipe (PP/2 − 1)(F&B + B − 3W) = (PP/2 − 1)·(3 + 2 − 3)·... with F&B = F + B (no overlap)."""
+    p, m = 8, 32
+    assert _bubble("1f1b", p, m, 1, 1, 1)[0] == pytest.approx(3 * (p - 1))
+    assert _bubble("zb-h1", p, m, 1, 1, 1)[0] == pytest.approx(p - 1)
+    assert _bubble("zb-h2", p, m, 1, 1, 1)[0] == pytest.approx(0.0, abs=1e-12)
+    assert _bubble("zb-v", p, m, 1, 1, 1)[0] == pytest.approx(0.0, abs=1e-12)
+    # F = B = W = 1 (full backward 2): (4 − 1)(F&B 3 + B 2 − 3W 3) = 6
+    assert _bubble("dualpipe", p, m, 1, 1, 1)[0] == pytest.approx((p / 2 - 1) * (3 + 2 - 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(p=st.integers(2, 8), k=st.integers(2, 4), tf=st.floats(0.3, 3), tb=st.floats(0.3, 3), tw=st.floats(0.05, 3),
+       name=st.sampled_from(["gpipe", "1f1b", "zb-h1", "zb-h2"]))
+def test_linear_schedules_match_closed_form_for_real_times(p, k, tf, tb, tw, name):
+    """ZB-H1 / ZB-H2 formulas hold exactly when W is no longer than F and B (the papers' regime)."""
+    if name.startswith("zb"):
+        assume(tw <= min(tf, tb))
+    executed, closed, _ = _bubble(name, p, k * p, tf, tb, tw)
+    assert executed == pytest.approx(closed, rel=1e-9, abs=1e-9)
+
+
+@settings(max_examples=30, deadline=None)
+@given(h=st.integers(1, 4), k=st.integers(2, 4), tf=st.floats(0.5, 2), tw=st.floats(0.05, 2),
+       name=st.sampled_from(["dualpipe", "dualpipev"]))
+def test_dualpipe_matches_published_formula(h, k, tf, tw, name):
+    """DualPipe / DualPipeV bubble (PP/2 − 1)(F&B + B − 3W) (B the full backward) when a chunk's forward and
+    input-gradient passes take the same time and W no longer (the figure's regime); F ≠ B moves it by
+    (PP/2 − 1)·|F − B| (seen, not published)."""
+    assume(tw <= tf)
+    p = 2 * h if name == "dualpipe" else h + 1
+    executed, closed, _ = _bubble(name, p, k * 2 * p, tf, tf, tw)
+    assert executed == pytest.approx(closed, rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize("name,p,expected", [("1f1b", 8, 8), ("zb-h1", 8, 8), ("zb-h2", 8, 15), ("zb-v", 8, 8),
+                                             ("dualpipe", 8, 9), ("dualpipev", 8, 8.5), ("zb-h2", 4, 7)])
+def test_peak_in_flight_matches_memory_tables(name, p, expected):
+    """1F1B/ZB-H1/ZB-V p·M_B, ZB-H2 (2p − 1)·M_B (Qi et al.), DualPipe PP + 1, DualPipeV PP + 1 chunks of half
+    a stage (DualPipe README)."""
+    s = get_schedule(name)
+    peaks = peak_in_flight(s.plan(p, 4 * p))
+    assert max(peaks) == expected == s.closed_form_peak_in_flight(p)
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("p,m", [(2, 4), (4, 8), (4, 12), (6, 14)])
+def test_every_pass_runs_once(name, p, m):
+    plan = get_schedule(name).plan(p, m)
+    seen = Counter()
+    for order in plan.orders:
+        for op in order:
+            for ps in op:
+                kinds = ("B", "W") if ps.kind is PassKind.BW else (ps.kind.value,)
+                for kind in kinds:
+                    seen[(kind, ps.micro_batch, ps.stage)] += 1
+                assert plan.device_of(ps.micro_batch, ps.stage) == plan.orders.index(order)
+    assert set(seen.values()) == {1}
+    assert len(seen) == 3 * m * plan.virtual_stages
+
+
+def test_interleaved_plan_matches_megatron_bubble():
+    s = get_schedule("interleaved")
+    plan = s.plan(4, 8, 2)
+    ex = execute(plan, PassTimes(0.5, 1.0, 0.0))
+    assert float(ex.makespan_s[0]) == pytest.approx(8 * 3 + 3 * 3 / 2)
+
+
+def test_overlapped_pair_hides_communication():
+    """F&B = F + B − hidden: with half of each pass being communication, DualPipe's steady state shrinks."""
+    plan = get_schedule("dualpipe").plan(4, 16)
+    plain = execute(plan, PassTimes(1.0, 1.0, 1.0))
+    hidden = execute(plan, PassTimes(1.0, 1.0, 1.0, 0.0, 0.5, 1.0))
+    assert float(hidden.makespan_s[0]) < float(plain.makespan_s[0])
+
+
+def test_times_vectorise():
+    plan = get_schedule("zb-v").plan(4, 8)
+    ex = execute(plan, PassTimes(np.array([[0.5, 1.0]] * 8), 0.5, 0.5, np.array([0.0, 0.1])))
+    assert ex.makespan_s.shape == (2,)
+    assert np.all(ex.makespan_s > 0)
+
+
+@pytest.mark.parametrize("name,p,m", [("dualpipe", 3, 12), ("dualpipe", 4, 6), ("dualpipe", 4, 9),
+                                      ("dualpipev", 4, 6), ("zb-v", 1, 4), ("zb-h2", 1, 4)])
+def test_invalid_shapes_raise(name, p, m):
+    with pytest.raises(ConfigError):
+        get_schedule(name).plan(p, m)
+
+
+def test_registry_names():
+    assert set(SCHEDULES) >= {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}
+    assert SCHEDULES["zero-bubble"].plan(4, 8).orders == SCHEDULES["zb-h1"].plan(4, 8).orders
+    assert {s.code for s in SCHEDULES.values()} == set(range(9))
+    with pytest.raises(ConfigError, match="valid"):
+        get_schedule("nope")
+
+
+def test_zero_bubble_formula_set_passes():
+    from distcalc.validation import CASE_SETS
+    cases = CASE_SETS["zero-bubble-formulas"].run()
+    assert cases and all(c.passed for c in cases)

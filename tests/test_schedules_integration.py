@@ -1,0 +1,88 @@
+"""The executed schedules inside analyze, memory, search and the CLI."""
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from distcalc.analyze import analyze
+from distcalc.cli import app
+from distcalc.cluster import load_cluster
+from distcalc.errors import ConfigError
+from distcalc.memory import memory_report
+from distcalc.model import ModelSpec
+from distcalc.parallel import ParallelConfig
+from distcalc.schedules import get_schedule, peak_in_flight
+from distcalc.search.engine import search
+from distcalc.search.space import SpaceChoices
+
+NEW = ["zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"]
+#: The Zero Bubble paper's 6.2B GPT-like model (Qi et al. 2024 Table 3; vocabulary 32000 as in validation).
+GPT_6B = ModelSpec(name="gpt-6.2b", model_type="gpt", hidden_size=4096, num_hidden_layers=30, num_attention_heads=32,
+                   intermediate_size=16384, vocab_size=32000, max_position_embeddings=1024, tie_word_embeddings=True,
+                   hidden_act="gelu", gated_mlp=False, norm_type="layernorm", position_embedding="learned")
+
+
+def _config(schedule, **extra):
+    return ParallelConfig(**{**dict(gpus=64, tp=2, pp=4, global_batch=256, schedule=schedule), **extra})
+
+
+@pytest.mark.parametrize("schedule", NEW)
+def test_breakdown_adds_up_and_is_finite(schedule):
+    report = analyze("llama3-8b", "dgx-h100", _config(schedule))
+    parts = report.time_breakdown
+    total = sum(v for k, v in parts.items() if k not in ("total_s", "tp_on_link_s", "dp_on_link_s"))
+    assert total == pytest.approx(report.step_time_s, rel=1e-12)
+    assert all(np.isfinite(v) and v >= 0 for v in parts.values())
+
+
+def test_zero_bubble_schedules_beat_1f1b_on_the_same_job():
+    times = {s: analyze("llama3-8b", "dgx-h100", _config(s)).step_time_s for s in ["1f1b"] + NEW}
+    assert times["zb-h1"] < times["1f1b"]
+    assert times["zb-h2"] < times["zb-h1"]
+
+
+def test_memory_uses_the_executed_in_flight_counts_and_dualpipe_parameter_copies():
+    reports = {s: memory_report("llama3-8b", _config(s), "h100-sxm") for s in ("1f1b", "zb-h2", "dualpipe", "dualpipev")}
+    m = _config("1f1b").num_micro_batches
+    for s in ("zb-h2", "dualpipe", "dualpipev"):
+        executed = peak_in_flight(get_schedule(s).plan(4, m))
+        assert [st.in_flight_micro_batches for st in reports[s].stages] == pytest.approx(executed)
+    one, dual = reports["1f1b"].stages[1], reports["dualpipe"].stages[1]  # a middle stage: layers only
+    assert dual.weights_bytes == pytest.approx(2 * one.weights_bytes)
+
+
+def test_search_picks_zb_v_where_the_zero_bubble_authors_show_it_winning():
+    """At 1F1B's activation memory ZB-V has the smallest bubble (ZB authors' table: 1F1B (p−1)/m, ZB-1p
+    (p−1)/3m, ZB-V 0): searching those three on the paper's 6.2B model on 8 A100s picks ZB-V."""
+    result = search(GPT_6B, load_cluster("dgx-a100"), 8, global_batch=96, seq_len=1024,
+                    choices=SpaceChoices(schedule=("1f1b", "zb-h1", "zb-v"), zero=(0,), recompute=("none",)))
+    best = result.top(1)[0]
+    assert best["schedule"] == "zb-v" and best["pp"] > 1
+
+
+def test_invalid_schedule_shapes_are_config_errors():
+    with pytest.raises(ConfigError, match="even"):
+        _config("dualpipe", pp=2, tp=4, global_batch=40)  # 5 micro-batches per replica
+    with pytest.raises(ConfigError, match="2 \\* pp"):
+        _config("dualpipev", global_batch=32)
+    analyze("llama3-8b", "dgx-h100", _config("zb-v", pp=16, tp=1))  # 32 layers into 32 chunks: fine
+    with pytest.raises(ConfigError, match="V-shaped"):
+        analyze("llama3-8b", "dgx-h100", _config("zb-v", pp=32, tp=1, global_batch=128))  # 64 chunks
+
+
+def test_cli_rejects_a_bad_shape_with_exit_2():
+    result = CliRunner().invoke(app, ["analyze", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
+                                      "--tp", "2", "--pp", "4", "--global-batch", "40", "--schedule", "dualpipe"])
+    assert result.exit_code == 2
+    assert "error: schedule dualpipe" in result.output
+
+
+@pytest.mark.parametrize("schedule", NEW)
+def test_cli_plot_draws_every_schedule(tmp_path, schedule):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "plot.png"
+    result = CliRunner().invoke(app, ["analyze", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "64",
+                                      "--tp", "2", "--pp", "4", "--global-batch", "128", "--schedule", schedule,
+                                      "--plot", str(path)])
+    assert result.exit_code == 0, result.output
+    assert path.stat().st_size > 10_000
