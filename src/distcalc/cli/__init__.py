@@ -8,7 +8,10 @@ import sys
 
 import typer
 
+from distcalc.cli.checks import OneLineErrors
+
 app = typer.Typer(
+    cls=OneLineErrors,
     name="distcalc",
     help="Communication, memory and step-time calculator for distributed LLM training.",
     no_args_is_help=True,

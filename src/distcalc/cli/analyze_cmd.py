@@ -10,8 +10,10 @@ from rich.table import Table
 
 from distcalc.analyze import ContextParallelAlgorithm, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_report, handle_errors
 from distcalc.jobs.analyze import AnalyzeRequest, request_from_yaml, run_analyze
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.parallel import Precision, Recompute, Schedule
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
@@ -174,6 +176,13 @@ def register(app: typer.Typer) -> None:
                              "given on the command line override it")] = None,
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes."""
+        check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, gpus_per_node=gpus_per_node,
+                                    micro_batch=micro_batch, global_batch=global_batch, seq_len=seq_len),
+                     upper_only=True)
+        check_float(tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
         values = {k: v for k, v in locals().items() if k in AnalyzeRequest.model_fields}
         if config is not None:
             given = {k: v for k, v in values.items() if ctx.get_parameter_source(k).name != "DEFAULT"}

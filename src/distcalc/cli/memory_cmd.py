@@ -8,9 +8,11 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
+from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_report, handle_errors
 from distcalc.jobs.memory import MemoryRequest, run_memory
 from distcalc.memory import MemoryReport, Recipe
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.parallel import Precision, Recompute, Schedule
 from distcalc.units import format_size
 
@@ -141,6 +143,11 @@ def register(app: typer.Typer) -> None:
         plot: Annotated[Optional[Path], typer.Option(help="write a stacked bar chart per stage (PNG)")] = None,
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
+        check_ranges(training_rules(gpus=gpus, tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, micro_batch=micro_batch,
+                                    global_batch=global_batch, seq_len=seq_len), upper_only=True)
+        check_float(allocator_reserve, "--allocator-reserve", 0.0, 0.99)
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
         request = MemoryRequest(**{k: v for k, v in locals().items() if k in MemoryRequest.model_fields})
         report = run_memory(request, allow_files=True)
         if plot is not None:

@@ -9,8 +9,10 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
+from distcalc.cli.checks import MAX_GPU_COUNTS, MAX_GPUS, check_float, check_ranges, training_rules
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.jobs.search import SearchRequest, run_search, search_payload
+from distcalc.outputs import CSV_SUFFIXES, check_output_path
 from distcalc.search import SearchResult
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.space import COLUMNS
@@ -125,8 +127,14 @@ def register(app: typer.Typer) -> None:
             "--calibration", help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
     ) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
+        check_ranges([*training_rules(global_batch=global_batch, seq_len=seq_len), ("--top", top, 1, 1_000_000)],
+                     upper_only=True)
+        check_float(headroom, "--headroom", 0.0, 0.99)
+        if output is not None:
+            check_output_path(output, "--output", CSV_SUFFIXES)
         request = SearchRequest(**{k: v for k, v in locals().items() if k in SearchRequest.model_fields})
-        result = run_search(request, allow_files=True, calibration=calibration)
+        result = run_search(request, allow_files=True, calibration=calibration,
+                            max_counts=MAX_GPU_COUNTS, max_gpus=MAX_GPUS)
         written = write_csv(result, output) if output is not None else None
         if json_output:
             data = search_payload(result, top)

@@ -115,12 +115,9 @@ def analyze_payload(report: StepReport) -> dict[str, Any]:
 
 def request_from_yaml(path: Path) -> dict[str, Any]:
     """The mapping of :class:`AnalyzeRequest` fields a ``--config`` YAML file holds (validated)."""
-    import yaml
+    from distcalc.inputs import MAX_MODEL_FILE_BYTES, read_data_file
 
-    try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"--config: cannot read {str(path)!r}: {error}") from None
+    data = read_data_file(path, "--config file", error=ConfigError, max_bytes=MAX_MODEL_FILE_BYTES)
     if not isinstance(data, dict):
         raise ConfigError(f"--config {str(path)!r} does not hold a mapping of analyze options")
     unknown = sorted(set(data) - set(AnalyzeRequest.model_fields))

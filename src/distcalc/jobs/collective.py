@@ -14,6 +14,7 @@ from distcalc.collective import (
 )
 from distcalc.collective.busbw import algbw_busbw
 from distcalc.errors import AlgorithmError, TopologyError
+from distcalc.inputs import excerpt
 from distcalc.jobs.base import JobRequest, parse_option
 from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.placement import group_placement
@@ -134,7 +135,7 @@ def parse_collective_kind(text: str) -> str:
     try:
         return parse_kind(text).value
     except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
 
 
 def records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst: int) -> list:

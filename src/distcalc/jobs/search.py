@@ -10,6 +10,7 @@ from pydantic import Field
 from distcalc.calibration import load_calibration
 from distcalc.cluster import load_cluster
 from distcalc.errors import ConfigError
+from distcalc.inputs import excerpt
 from distcalc.jobs.base import ModelRequest
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
 from distcalc.search.space import (COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_ALIASES, SCHEDULE_CHOICES,
@@ -75,10 +76,10 @@ def run_search(request: SearchRequest, *, allow_files: bool = False, calibration
     calibration_data = load_calibration(calibration) if calibration is not None else None
     counts = search_counts(request, cluster_spec.gpus_per_node)
     if max_counts is not None and len(counts) > max_counts:
-        raise ConfigError(f"--gpus {request.gpus!r} asks for {len(counts)} GPU counts; this server searches at "
-                          f"most {max_counts}")
+        raise ConfigError(f"--gpus {excerpt(request.gpus)} asks for {len(counts)} GPU counts; at most {max_counts} "
+                          "are searched here")
     if max_gpus is not None and max(counts) > max_gpus:
-        raise ConfigError(f"--gpus {request.gpus!r}: {max(counts)} GPUs is above this server's limit {max_gpus}")
+        raise ConfigError(f"--gpus {excerpt(request.gpus)}: {max(counts)} GPUs is above the limit {max_gpus} here")
     choices = SpaceChoices(
         zero=choice_list(request.zero, ZERO_CHOICES, "--zero", int),
         recompute=choice_list(request.recompute, RECOMPUTE_CHOICES, "--recompute"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -11,6 +10,8 @@ from typing import Any
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
+from distcalc.model.fields import check_model_fields
 from distcalc.model.hf import spec_from_hf_config
 from distcalc.model.spec import ModelSpec
 
@@ -41,19 +42,18 @@ def _is_hf_config(data: dict[str, Any]) -> bool:
 
 
 def _load_file(path: Path) -> ModelSpec:
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read model file {str(path)!r}: {error}") from error
+    data = read_data_file(path, "model file", error=ConfigError, max_bytes=MAX_MODEL_FILE_BYTES)
     if not isinstance(data, dict):
-        raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields")
+        raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields (got {type(data).__name__})")
+    check_model_fields(data, path)
     return model_from_mapping(data, path.parent.name if path.stem == "config" else path.stem)
 
 
 def model_from_mapping(data: dict[str, Any], name: str) -> ModelSpec:
     """A model spec from an already parsed Hugging Face ``config.json`` or a mapping of :class:`ModelSpec`
-    fields (``name`` is used when the mapping has none)."""
+    fields (``name`` is used when the mapping has none). Field types and ranges are checked first
+    (:func:`distcalc.model.fields.check_model_fields`)."""
+    check_model_fields(data, name, "model")
     if _is_hf_config(data):
         return spec_from_hf_config(data, name)
     return ModelSpec(**{"name": name, **data})
@@ -66,9 +66,13 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     Raises :class:`ConfigError` naming the valid presets when the name is neither a file nor a preset."""
     text = str(name_or_path)
     path = Path(text).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        path = path / "config.json"
-    if path.is_file():
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            path = path / "config.json"
+        is_file = path.is_file()
+    except OSError:  # a name too long for the file system: not a file, maybe a preset
+        is_file = False
+    if is_file:
         return _load_file(path)
     key = text.strip().lower().replace("_", "-")
     if key in list_models():
@@ -79,6 +83,6 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
 def unknown_model(text: str) -> ConfigError:
     """The error for a model name that is neither a file nor a preset (it lists the presets)."""
     return ConfigError(
-        f"unknown model {text!r}: not a file and not a preset; presets: {', '.join(list_models())} "
+        f"unknown model {excerpt(text)}: not a file and not a preset; presets: {', '.join(list_models())} "
         "(or give a Hugging Face config.json / YAML path)"
     )
