@@ -8,7 +8,7 @@ A result file is one JSON object::
      "results": [ rows ]}
 
 Rows of a ``collectives`` file carry ``collective``, ``tier``, ``group_size``, ``size_bytes`` (M in the NCCL /
-nccl-tests convention, design.md §2), ``time_s`` (median over trials), ``p99_time_s``, ``trials``,
+nccl-tests convention, docs/design.md §2), ``time_s`` (median over trials), ``p99_time_s``, ``trials``,
 ``trial_times_s``, ``algbw_bytes_per_s`` and ``busbw_bytes_per_s``. Rows of a ``gemm`` file carry the GEMM
 name, ``m``, ``n``, ``k``, ``flops``, ``time_s``, ``p99_time_s`` and ``flops_per_s``.
 

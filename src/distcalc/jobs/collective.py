@@ -152,7 +152,7 @@ def records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst:
 def lower_bound_s(kind: str, size: int, topo: Topology, recs: list) -> float:
     """The collective's lower bound (a send-recv is its own bound)."""
     if kind == SEND_RECV:
-        return float(recs[0].time_s)  # the one-link send is its own bound (spec §3: trivially met)
+        return float(recs[0].time_s)  # the one-link send is its own bound (docs/spec/collectives.md §3: trivially met)
     return float(lower_bound(kind, size, topo).time_s)
 
 

@@ -97,7 +97,7 @@ def run_search(request: SearchRequest, *, allow_files: bool = False, calibration
 
 
 def search_payload(result: SearchResult, top: int) -> dict[str, Any]:
-    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting)."""
+    """The ``--json`` object (docs/design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting)."""
     metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")
     keep = ("gpus", *COLUMNS, *metric_keys)
     rejections = result.rejections()
