@@ -1,7 +1,7 @@
 """Clusters: a GPU preset in nodes, an intra-node link (NVSwitch or a TPU torus) and an inter-node fabric.
 
 Presets live in ``presets/clusters.yaml`` (composition) and ``presets/links.yaml`` (link numbers with
-their sources). Bandwidths are per direction per GPU port (design.md §2). Each link also carries the NCCL
+their sources). Bandwidths are per direction per GPU port (docs/design.md §2). Each link also carries the NCCL
 efficiency model of :func:`effective_collective_time_s`: η (fraction of the link a collective's bandwidth
 term achieves) and the pipeline chunk C whose fill a chunked ring pays once.
 

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
 from distcalc.suggest import did_you_mean
 
 
@@ -59,25 +60,25 @@ def normalize_run_values(values: Mapping[str, Any], valid_keys: Iterable[str], s
         key = _key(raw)
         if key not in valid:
             shown = ", ".join(k.replace("_", "-") for k in valid)
-            raise ConfigError(f"{source}: unknown key {str(raw)!r}{did_you_mean(key, valid)}; valid keys: {shown}")
+            raise ConfigError(f"{source}: unknown key {excerpt(str(raw))}{did_you_mean(key, valid)}; valid keys: "
+                              f"{shown}")
         if isinstance(value, dict) and key not in MAPPING_KEYS:
-            raise ConfigError(f"{source}: key {str(raw)!r} must be a single value, not a mapping")
+            raise ConfigError(f"{source}: key {excerpt(str(raw))} must be a single value, not a mapping")
         out[key] = ",".join(str(v) for v in value) if isinstance(value, list) else value
     return out
 
 
 def load_run_file(path: str | Path, valid_keys: Iterable[str]) -> dict[str, Any]:
-    """The settings of a YAML run file keyed by Python parameter names (checked against ``valid_keys``)."""
+    """The settings of a YAML run file keyed by Python parameter names (checked against ``valid_keys``); read
+    through :func:`distcalc.inputs.read_data_file` (size cap, strict decoding, no YAML aliases, bounded
+    nesting)."""
     path = Path(path).expanduser()
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"--config: cannot read run file {str(path)!r}: {' '.join(str(error).split())}") from error
+    data = read_data_file(path, "--config file", error=ConfigError, max_bytes=MAX_MODEL_FILE_BYTES)
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"--config {str(path)!r} does not hold a mapping of option names to values")
-    return normalize_run_values(data, valid_keys, f"--config {str(path)!r}")
+        raise ConfigError(f"--config {excerpt(str(path))} does not hold a mapping of option names to values")
+    return normalize_run_values(data, valid_keys, f"--config {excerpt(str(path))}")
 
 
 def dump_run_file(values: Mapping[str, Any], command: str | None = None) -> str:

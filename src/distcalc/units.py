@@ -1,6 +1,6 @@
 """Parse and format sizes, rates and times.
 
-Conventions (design.md §2): sizes are bytes, times seconds, rates bytes per second.
+Conventions (docs/design.md §2): sizes are bytes, times seconds, rates bytes per second.
 SI prefixes are powers of 1000 (``GB`` = 1e9), IEC prefixes powers of 1024 (``GiB`` = 2**30).
 Rates accept bytes (``450GB/s``, ``50 GiB/s``) and bits (``400Gbps``, ``400Gb/s`` = 50e9 B/s).
 """

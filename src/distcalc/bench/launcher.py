@@ -4,21 +4,29 @@ Two ways to run:
 
 - **local spawn** (``--nproc N``): :func:`launch_local` starts N ``python -m distcalc.bench.worker`` processes
   on this host with the ``torchrun`` environment (``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``,
-  ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR=127.0.0.1``, ``MASTER_PORT`` = a free TCP port), like
-  ``torchrun --standalone`` does;
+  ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR=127.0.0.1``, ``MASTER_PORT``), like ``torchrun --standalone`` does.
+  Everything listens on loopback only: the launcher binds the rendezvous socket to ``127.0.0.1`` on a port
+  the OS picks and hands the *bound, listening socket* to rank 0, which serves the store on it (no port is
+  released and re-bound, so no other process can race for it); gloo/NCCL use the ``lo`` interface
+  (``GLOO_SOCKET_IFNAME``/``NCCL_SOCKET_IFNAME``, unless set);
 - **under torchrun** (any number of nodes): :func:`torchrun_environment` detects the variables and
   :func:`run_in_this_process` runs the job in the current process as one rank.
 
 Failure handling (local spawn): the launcher polls the ranks. A rank that exits non-zero, or a run in which
-no rank makes progress for ``timeout_s`` seconds (``startup_timeout_s`` before every rank has joined), ends
-the whole run: the remaining ranks are terminated (SIGTERM, then SIGKILL after a grace period), the run
-directory is removed, and :class:`~distcalc.errors.BenchError` names the failed rank (the one killed by a
-signal or failing on its own rather than because a peer vanished; for a hang, the rank(s) furthest behind).
-Each child also asks the kernel to kill it if the launcher itself dies (Linux ``PR_SET_PDEATHSIG``).
+no rank makes progress for ``timeout_s`` seconds (``startup_timeout_s`` before every rank has joined; the
+start-up reports its phases — python up, torch imported, joining the group — and a starting rank's CPU time
+counts as progress, so a slow ``import torch`` is not a hang but a stopped or blocked rank is), ends the
+whole run: the remaining ranks are terminated (SIGTERM and SIGCONT, then SIGKILL after a grace period), the
+run directory is removed, and :class:`~distcalc.errors.BenchError` names the failed rank (the one killed by
+a signal or failing on its own rather than because a peer vanished; for a hang, a rank the kernel reports
+*stopped* (SIGSTOP, state ``T``), else the rank(s) furthest behind that are not waiting in a collective).
+SIGTERM or SIGINT to the launcher stops the ranks and removes the run directory the same way. Each child
+also asks the kernel to kill it if the launcher itself dies (Linux ``PR_SET_PDEATHSIG``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -27,12 +35,13 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
-from distcalc.bench.worker import ProgressFn
+from distcalc.bench.worker import LOCAL_STORE_VARIABLE, STORE_FD_VARIABLE, ProgressFn
 from distcalc.errors import BenchError
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -41,10 +50,19 @@ _PEER_FAILURE_HINTS = ("connection closed", "connection reset", "broken pipe", "
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now (the OS picks it)."""
+    """A TCP port on 127.0.0.1 that is free right now (the OS picks it; racy if it is bound later: local
+    runs use :func:`loopback_listener` instead)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def loopback_listener() -> socket.socket:
+    """A TCP socket bound to 127.0.0.1 on a port the OS picks, already listening: the rendezvous store's."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(1024)
+    return sock
 
 
 def torchrun_environment() -> dict[str, int] | None:
@@ -99,7 +117,7 @@ class _Rank:
             step, total, label = (run_dir / f"heartbeat-{self.rank}").read_text().split(" ", 2)
             return int(step), int(total), label
         except (OSError, ValueError):
-            return -2, 0, "not started"
+            return -4, 0, "not started"
 
 
 def _describe_exit(code: int) -> str:
@@ -162,9 +180,43 @@ def _stacks(ranks: list[_Rank], run_dir: Path) -> dict[int, str]:
     return out
 
 
+def process_state(pid: int) -> str:
+    """The kernel's one-letter state of ``pid`` (``R``, ``S``, ``T`` stopped, ``Z`` …; ``?`` if unknown)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        return text[text.rindex(")") + 2]
+    except (OSError, ValueError, IndexError):
+        return "?"
+
+
+def cpu_ticks(pid: int) -> int:
+    """User + system CPU time of ``pid`` in clock ticks (``/proc/<pid>/stat``; -1 if unknown)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        fields = text[text.rindex(")") + 2:].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _stopped_message(ranks: list[_Rank], run_dir: Path, stopped: list[_Rank], waited_s: float) -> str:
+    step, total, label = stopped[0].heartbeat(run_dir)
+    names = ", ".join(f"{r.rank} (pid {r.process.pid})" for r in stopped)
+    noun = "rank" if len(stopped) == 1 else "ranks"
+    where = f"at step {step}/{total}: {label}" if step >= 0 else f"during start-up: {label}"
+    waiting = [r.rank for r in ranks if r not in stopped]
+    others = f"; ranks {waiting} were waiting for it" if waiting else ""
+    return (f"bench run failed: {noun} {names} {'is' if len(stopped) == 1 else 'are'} stopped (SIGSTOP, state T) "
+            f"and made no progress for {waited_s:.0f} s ({where}){others}; stopped all {len(ranks)} ranks (timeout)")
+
+
 def _hang_message(ranks: list[_Rank], run_dir: Path, waited_s: float) -> str:
-    """Name the hung rank(s): among the ranks furthest behind, those NOT blocked inside a collective
-    (their peers are, waiting for them); if every rank is inside a collective, all of the furthest behind."""
+    """Name the hung rank(s): a rank the kernel reports stopped (SIGSTOP); else, among the ranks furthest
+    behind, those NOT blocked inside a collective (their peers are, waiting for them); if every rank is
+    inside a collective, all of the furthest behind."""
+    stopped = [r for r in ranks if process_state(r.process.pid) in ("T", "t")]
+    if stopped:
+        return _stopped_message(ranks, run_dir, stopped, waited_s)
     beats = {r.rank: r.heartbeat(run_dir) for r in ranks}
     behind = min(step for step, _, _ in beats.values())
     stacks = _stacks(ranks, run_dir)
@@ -177,14 +229,16 @@ def _hang_message(ranks: list[_Rank], run_dir: Path, waited_s: float) -> str:
     noun = "rank" if len(stuck) == 1 else "ranks"
     where = "outside any collective" if outside else "inside a collective"
     others = f"; ranks {waiting} were waiting for it in a collective" if outside and waiting else ""
+    at = f"step {step}/{total}" if step >= 0 else "start-up"
     return (f"bench run failed: {noun} {names} made no progress for {waited_s:.0f} s "
-            f"(stuck at step {step}/{total}: {label}, {where}){others}; stopped all {len(ranks)} ranks (timeout)")
+            f"(stuck at {at}: {label}, {where}){others}; stopped all {len(ranks)} ranks (timeout)")
 
 
 def _stop(ranks: list[_Rank], grace_s: float = 3.0) -> None:
     for rank in ranks:
         if rank.process.poll() is None:
             rank.process.terminate()
+            rank.process.send_signal(signal.SIGCONT)  # a stopped rank acts on SIGTERM only once continued
     deadline = time.monotonic() + grace_s
     for rank in ranks:
         try:
@@ -211,28 +265,69 @@ def launch_local(
         raise BenchError(f"--nproc {nproc} is not valid: need at least 1 process")
     startup_timeout_s = max(timeout_s, 60.0) if startup_timeout_s is None else startup_timeout_s
     job = dict(job, collective_timeout_s=job.get("collective_timeout_s", timeout_s + startup_timeout_s))
-    run_dir = Path(tempfile.mkdtemp(prefix="distcalc-bench-"))
-    (run_dir / "job.json").write_text(json.dumps(job))
-    base_env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(nproc),
-                    LOCAL_WORLD_SIZE=str(nproc))
-    base_env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does for nproc > 1
     ranks: list[_Rank] = []
+    run_dir: Path | None = None
+    listener = loopback_listener()
+    with _interruptible():
+        try:
+            run_dir = Path(tempfile.mkdtemp(prefix="distcalc-bench-"))
+            (run_dir / "job.json").write_text(json.dumps(job))
+            base_env = _rank_environment(nproc, listener)
+            for rank in range(nproc):
+                ranks.append(_start_rank(rank, run_dir, base_env, listener))
+            _watch(ranks, run_dir, timeout_s, startup_timeout_s, progress, poll_s)
+            return [json.loads((run_dir / f"result-{r.rank}.json").read_text()) for r in ranks]
+        finally:
+            _stop(ranks)
+            listener.close()
+            if run_dir is not None:
+                shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def _rank_environment(nproc: int, listener: socket.socket) -> dict[str, str]:
+    """The torchrun-style environment shared by the local ranks (loopback only, module docstring)."""
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(listener.getsockname()[1]),
+               WORLD_SIZE=str(nproc), LOCAL_WORLD_SIZE=str(nproc), **{LOCAL_STORE_VARIABLE: "1"})
+    env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun does for nproc > 1
+    if Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+        env.setdefault("NCCL_SOCKET_IFNAME", "lo")
+    return env
+
+
+def _start_rank(rank: int, run_dir: Path, base_env: dict[str, str], listener: socket.socket) -> _Rank:
+    log_path = run_dir / f"log-{rank}.txt"
+    env = dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank))
+    fds: tuple[int, ...] = ()
+    if rank == 0:  # rank 0 serves the rendezvous store on the launcher's bound socket
+        env[STORE_FD_VARIABLE], fds = str(listener.fileno()), (listener.fileno(),)
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "distcalc.bench.worker", str(run_dir)], env=env, pass_fds=fds,
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+    return _Rank(rank, process, log_path)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """While a local run is under way, SIGTERM (like SIGINT) unwinds the launcher through its clean-up:
+    the ranks are stopped and the run directory removed; the run ends with :class:`BenchError`."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: Any) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the clean-up itself must not be interrupted
+        raise BenchError(f"bench run interrupted by {signal.Signals(signum).name}: stopped the ranks and removed "
+                         "the run directory")
+
+    previous = signal.signal(signal.SIGTERM, interrupted)
     try:
-        for rank in range(nproc):
-            log_path = run_dir / f"log-{rank}.txt"
-            with log_path.open("w") as log:
-                process = subprocess.Popen(
-                    [sys.executable, "-m", "distcalc.bench.worker", str(run_dir)],
-                    env=dict(base_env, RANK=str(rank), LOCAL_RANK=str(rank)),
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                    preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-                )
-            ranks.append(_Rank(rank, process, log_path))
-        _watch(ranks, run_dir, timeout_s, startup_timeout_s, progress, poll_s)
-        return [json.loads((run_dir / f"result-{r.rank}.json").read_text()) for r in ranks]
+        yield
     finally:
-        _stop(ranks)
-        shutil.rmtree(run_dir, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _watch(ranks: list[_Rank], run_dir: Path, timeout_s: float, startup_timeout_s: float,
@@ -252,10 +347,12 @@ def _watch(ranks: list[_Rank], run_dir: Path, timeout_s: float, startup_timeout_
         if progress is not None and beats[0][0] >= 0 and beats[0][1] > 0:
             progress(*beats[0])
         state = tuple(step for step, _, _ in beats)
+        # During start-up (importing torch takes seconds without a heartbeat) CPU time spent is progress too.
+        state += tuple(cpu_ticks(r.process.pid) for r, (step, _, _) in zip(ranks, beats) if step < 0)
         now = time.monotonic()
         if state != last_state:
             last_state, last_change = state, now
-        limit = timeout_s if min(state) >= 0 else startup_timeout_s
+        limit = timeout_s if min(step for step, _, _ in beats) >= 0 else startup_timeout_s
         if now - last_change > limit:
             raise BenchError(_hang_message(ranks, run_dir, now - last_change))
         time.sleep(poll_s)

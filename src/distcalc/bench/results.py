@@ -8,7 +8,7 @@ A result file is one JSON object::
      "results": [ rows ]}
 
 Rows of a ``collectives`` file carry ``collective``, ``tier``, ``group_size``, ``size_bytes`` (M in the NCCL /
-nccl-tests convention, design.md §2), ``time_s`` (median over trials), ``p99_time_s``, ``trials``,
+nccl-tests convention, docs/design.md §2), ``time_s`` (median over trials), ``p99_time_s``, ``trials``,
 ``trial_times_s``, ``algbw_bytes_per_s`` and ``busbw_bytes_per_s``. Rows of a ``gemm`` file carry the GEMM
 name, ``m``, ``n``, ``k``, ``flops``, ``time_s``, ``p99_time_s`` and ``flops_per_s``.
 
@@ -25,11 +25,12 @@ import platform
 import re
 import socket
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from distcalc.errors import BenchError
+from distcalc.inputs import PATH_CHARS, excerpt, read_data_file
 
 SCHEMA = "distcalc.bench/1"
 THEMES = ("collectives", "gemm", "training")
@@ -38,24 +39,25 @@ THEMES = ("collectives", "gemm", "training")
 class CollectiveRow(BaseModel):
     """One measured (collective, tier, size) point of a sweep."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
 
     collective: str = Field(description="collective name as on the CLI, e.g. 'all-reduce'")
-    tier: str = Field("intra", description="network tier the group spans: 'intra' (one node) or 'inter'")
+    tier: Literal["intra", "inter"] = Field("intra", description="network tier the group spans: 'intra' (one "
+                                           "node) or 'inter'")
     group_size: int = Field(ge=1, description="ranks in the measured group (N)")
     size_bytes: int = Field(gt=0, description="M in the NCCL convention, bytes")
     time_s: float = Field(gt=0, description="median time of one call over the trials, seconds")
     p99_time_s: float = Field(gt=0, description="99th percentile of the trial times, seconds")
     trials: int = Field(ge=1, description="number of timed calls")
     trial_times_s: list[float] = Field(default_factory=list, description="every timed call, seconds")
-    algbw_bytes_per_s: float = Field(description="M / time_s, bytes per second")
-    busbw_bytes_per_s: float = Field(description="algbw × the nccl-tests bus factor, bytes per second")
+    algbw_bytes_per_s: float = Field(gt=0, description="M / time_s, bytes per second")
+    busbw_bytes_per_s: float = Field(ge=0, description="algbw × the nccl-tests bus factor, bytes per second")
 
 
 class GemmRow(BaseModel):
     """One measured GEMM shape (m×k) · (k×n)."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", allow_inf_nan=False, strict=True)
 
     name: str = Field(description="which GEMM of the layer, e.g. 'qkv', 'mlp-up'")
     tokens: int = Field(gt=0, description="b·s, the rows of the activation matrix")
@@ -171,34 +173,49 @@ def make_result_file(
     return payload
 
 
+def result_path(theme: str, output: str | Path | None) -> Path:
+    """Where a result file goes, checked before the run (:func:`distcalc.outputs.check_output_path`):
+    ``output``, or :func:`default_filename` in the current folder. Folders are never created."""
+    from distcalc.outputs import JSON_SUFFIXES, check_output_path
+
+    chosen = output if output else default_filename(theme, {"host": socket.gethostname(), "device": "cpu"})
+    return check_output_path(chosen, "--output", JSON_SUFFIXES, BenchError)
+
+
 def write_result_file(payload: dict[str, Any], output: str | Path | None = None) -> Path:
     """Write ``payload`` to ``output`` (default: :func:`default_filename` in the current directory)."""
+    from distcalc.outputs import write_text
+
     path = Path(output) if output else Path(default_filename(payload["theme"], payload["hardware"]))
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(payload, indent=2) + "\n")
-    return path
+    path = result_path(payload["theme"], path)
+    return write_text(path, json.dumps(payload, indent=2) + "\n", "--output", BenchError)
 
 
-def read_json_file(path: str | Path, what: str, error: type[Exception]) -> Any:
-    """``json.load`` of a file, raising ``error`` ("<what> 'path' does not exist / is not valid JSON")."""
-    try:
-        return json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise error(f"{what} {str(path)!r} does not exist") from None
-    except (OSError, json.JSONDecodeError) as problem:
-        raise error(f"{what} {str(path)!r} is not valid JSON: {problem}") from None
+ROW_MODELS: dict[str, type[BaseModel]] = {"collectives": CollectiveRow, "gemm": GemmRow}
+
+
+def _validation_message(path: str | Path, error: ValidationError, prefix: str = "") -> str:
+    first = error.errors()[0]
+    where = prefix + ".".join(str(x) for x in first.get("loc", ()))
+    return (f"results file {excerpt(str(path), PATH_CHARS)} is not a distcalc bench file: field {where}: "
+            f"{first['msg']} (got {excerpt(first.get('input'))})")
 
 
 def load_result_file(path: str | Path) -> ResultFile:
-    """Read and validate a result file; :class:`BenchError` names the file and what is wrong."""
-    data = read_json_file(path, "results file", BenchError)
+    """Read and validate a result file (size cap, strict JSON, envelope and every row of a collectives or
+    gemm sweep: positive finite times, sizes and rates); :class:`BenchError` names the file and the field."""
+    data = read_data_file(path, "results file", error=BenchError, json_only=True)
     try:
         parsed = ResultFile.model_validate(data)
     except ValidationError as error:
-        first = error.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        raise BenchError(f"results file {str(path)!r} is not a distcalc bench file: {where}: {first['msg']}") from None
+        raise BenchError(_validation_message(path, error)) from None
     if parsed.theme not in THEMES:
-        raise BenchError(f"results file {str(path)!r} has theme {parsed.theme!r}; valid: {', '.join(THEMES)}")
+        raise BenchError(f"results file {excerpt(str(path), PATH_CHARS)} has theme {excerpt(parsed.theme)}; "
+                         f"valid: {', '.join(THEMES)}")
+    row_model = ROW_MODELS.get(parsed.theme)
+    for index, row in enumerate(parsed.results if row_model else []):
+        try:
+            row_model.model_validate(row)  # type: ignore[union-attr]
+        except ValidationError as error:
+            raise BenchError(_validation_message(path, error, f"results[{index}].")) from None
     return parsed

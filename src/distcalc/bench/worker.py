@@ -8,6 +8,10 @@ keeps ``RUN_DIR/heartbeat-<rank>`` up to date (``step total label``) so the laun
 which rank stopped making progress; on ``SIGUSR1`` it writes its Python stack to ``RUN_DIR/stack-<rank>.txt``
 (``faulthandler``), which tells a rank stuck in its own code from peers blocked in a collective waiting for it.
 
+Start-up phases are heartbeats too (``-3 starting``, ``-2 torch imported``, ``-1 joining the process group``),
+and a local run (``DISTCALC_LOCAL_STORE``) joins through a store that rank 0 serves on the launcher's
+loopback socket (``DISTCALC_STORE_FD``).
+
 ``DISTCALC_BENCH_FAULT=hang:RANK:STEP`` (or ``crash:RANK:STEP``) makes rank RANK hang (or raise) when it
 reaches progress step STEP: a fault-injection hook for testing the launcher's failure handling.
 """
@@ -94,13 +98,34 @@ def choose_backend(requested: str = "auto", local_ranks: int = 1) -> str:
     return requested
 
 
-def init_rank(job: dict[str, Any], progress: ProgressFn) -> RankContext:
-    """Join the process group described by the environment and build this rank's context."""
+#: Set by the local launcher: rank 0 hosts the rendezvous store on the listening socket with this file
+#: descriptor (bound to 127.0.0.1 by the launcher), the other ranks connect to MASTER_ADDR:MASTER_PORT.
+STORE_FD_VARIABLE = "DISTCALC_STORE_FD"
+LOCAL_STORE_VARIABLE = "DISTCALC_LOCAL_STORE"
+
+
+def _local_store(rank: int, world: int, timeout: _dt.timedelta) -> Any:
+    """The rendezvous store of a local run: rank 0 serves it on the launcher's loopback socket (no port is
+    ever released and re-bound, so no other process can take it), the others are its clients."""
+    import torch.distributed as dist
+
+    host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    if rank == 0:
+        return dist.TCPStore(host, port, world, True, timeout=timeout, wait_for_workers=False,
+                             master_listen_fd=int(os.environ[STORE_FD_VARIABLE]))
+    return dist.TCPStore(host, port, world, False, timeout=timeout)
+
+
+def init_rank(job: dict[str, Any], progress: ProgressFn, startup: ProgressFn | None = None) -> RankContext:
+    """Join the process group described by the environment and build this rank's context (``startup`` is
+    told each start-up phase: torch imported, joining the group)."""
+    startup = startup or (lambda done, total, label: None)
     import torch
     import torch.distributed as dist
 
     from distcalc.bench.counting import CountingComm
 
+    startup(-2, 0, "torch imported")
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local_rank = int(os.environ.get("LOCAL_RANK", rank))
     backend = job.get("backend", "gloo")
@@ -109,7 +134,12 @@ def init_rank(job: dict[str, Any], progress: ProgressFn) -> RankContext:
         torch.cuda.set_device(local_rank)
         device = f"cuda:{local_rank}"
     timeout = _dt.timedelta(seconds=float(job.get("collective_timeout_s", 300)))
-    dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
+    startup(-1, 0, "joining the process group")
+    if os.environ.get(LOCAL_STORE_VARIABLE):
+        dist.init_process_group(backend, store=_local_store(rank, world, timeout), rank=rank, world_size=world,
+                                timeout=timeout)
+    else:
+        dist.init_process_group(backend, rank=rank, world_size=world, timeout=timeout)
     return RankContext(rank, world, local_rank, backend, device, job.get("dtype", "float32"), CountingComm(), progress)
 
 
@@ -142,13 +172,16 @@ def main(argv: list[str]) -> int:
         _write_atomic(heartbeat, f"{done} {total} {label}")
         fault(done, total, label)
 
-    _write_atomic(heartbeat, "-1 0 starting")
+    def startup(done: int, total: int, label: str) -> None:
+        _write_atomic(heartbeat, f"{done} {total} {label}")
+
+    startup(-3, 0, "starting")
     # On SIGUSR1 dump this rank's Python stack, so the launcher can tell a hung rank from its waiting peers.
     stack_file = (run_dir / f"stack-{rank}.txt").open("w")
     faulthandler.register(signal.SIGUSR1, file=stack_file, all_threads=False)
     try:
         job = json.loads((run_dir / "job.json").read_text())
-        ctx = init_rank(job, progress)
+        ctx = init_rank(job, progress, startup)
         progress(0, 0, "initialised")
         results = run_tasks(job, ctx)
         import torch.distributed as dist

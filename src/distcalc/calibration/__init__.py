@@ -118,9 +118,10 @@ def _finite(value: Any) -> Any:
 
 def save_calibration(calibration: Calibration, path: str | Path) -> Path:
     """Write the calibration as JSON (infinite values — a segment without a slope — become null)."""
-    path = Path(path)
-    path.write_text(json.dumps(_finite(calibration.model_dump(by_alias=True)), indent=2) + "\n")
-    return path
+    from distcalc.outputs import JSON_SUFFIXES, check_output_path, write_text
+
+    target = check_output_path(path, "--output", JSON_SUFFIXES)
+    return write_text(target, json.dumps(_finite(calibration.model_dump(by_alias=True)), indent=2) + "\n", "--output")
 
 
 def _restore_infinity(fit: dict[str, Any]) -> dict[str, Any]:
@@ -133,9 +134,10 @@ def _restore_infinity(fit: dict[str, Any]) -> dict[str, Any]:
 
 def load_calibration(path: str | Path) -> Calibration:
     """Read a calibration file; :class:`ConfigError` names the file and the problem."""
-    from distcalc.bench.results import read_json_file
+    from distcalc.calibration.schema import check_calibration_data
+    from distcalc.inputs import read_data_file
 
-    data = read_json_file(path, "calibration file", ConfigError)
+    data = read_data_file(path, "calibration file", error=ConfigError, json_only=True)
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise ConfigError(f"{str(path)!r} is not a distcalc calibration file (expected schema {SCHEMA!r}; "
                           "make one with: distcalc calibrate RESULTS.json --output FILE)")
@@ -143,6 +145,7 @@ def load_calibration(path: str | Path) -> Calibration:
         calibration = Calibration.model_validate(data)
     except ValidationError as error:
         raise ConfigError(f"calibration file {str(path)!r} is malformed: {error.errors()[0]['msg']}") from None
+    check_calibration_data(data, path)
     calibration.fits = [_restore_infinity(fit) for fit in calibration.fits]
     if calibration.compute:  # an efficiency or bandwidth saved as null was infinite (no such term in the fit)
         for section in ("device_constants", "parameters"):

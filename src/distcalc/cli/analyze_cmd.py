@@ -19,6 +19,8 @@ from distcalc.cli.style import PanelCommand
 from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
 from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
+from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 BREAKDOWN_LABELS = {
@@ -235,10 +237,18 @@ def register(app: typer.Typer) -> None:
         """
         values, origins = request_values(ctx, config)
         request = AnalyzeRequest(**{k: v for k, v in values.items() if k in AnalyzeRequest.model_fields})
+        r = request
+        check_ranges(training_rules(gpus=r.gpus, tp=r.tp, pp=r.pp, dp=r.dp, cp=r.cp, ep=r.ep, vpp=r.vpp,
+                                    gpus_per_node=r.gpus_per_node, micro_batch=r.micro_batch,
+                                    global_batch=r.global_batch, seq_len=r.seq_len), upper_only=True)
+        check_float(r.tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(r.tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
+        plot = Path(values["plot"]) if values["plot"] is not None else None
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
         calibration_path = Path(values["calibration"]) if values["calibration"] is not None else None
         run = run_analyze(request, allow_files=True, calibration=calibration_path)
         report, hardware, example = run.report, run.hardware, run.example
-        plot = Path(values["plot"]) if values["plot"] is not None else None
         c = report.config
         header = setting_origins({"model": report.model["name"] if example else values["model"] or DEFAULTS.model,
                                   "gpus": report.cluster["gpus"], "seq_len": c["seq_len"], "micro_batch": c["micro_batch"],

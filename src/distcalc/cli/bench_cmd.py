@@ -13,8 +13,13 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from distcalc.cli.checks import (
+    MAX_LOCAL_RANKS, MAX_REPEATS, MAX_TIMEOUT_S, check_float, check_host_memory, check_ranges,
+)
 from distcalc.cli.common import console, emit_json, error_console, handle_errors
 from distcalc.errors import BenchError
+from distcalc.inputs import excerpt
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.units import format_rate, format_size, format_time, parse_size_range
 
 bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps with torch.distributed.",
@@ -23,7 +28,8 @@ bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps
 JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
 OutputOption = Annotated[Optional[str], typer.Option(help="result file (default bench-<theme>-<host>-<date>.json)")]
 NprocOption = Annotated[Optional[int], typer.Option(help="spawn N local ranks (default: torchrun's, else 2)")]
-TimeoutOption = Annotated[float, typer.Option(help="seconds without progress before a run is declared hung")]
+TimeoutOption = Annotated[float, typer.Option(help="seconds without progress (start-up included) before a run is "
+                                                    "declared hung")]
 BackendOption = Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), gloo or nccl")]
 
 
@@ -58,7 +64,27 @@ def _run(job: dict[str, Any], nproc: Optional[int], timeout: float, label: str,
             rank, results = run_in_this_process(job, progress)
         return results if rank == 0 else None
     with _progress(show_progress, label) as progress:
-        return launch_local(job, nproc or 2, timeout_s=timeout, progress=progress)
+        return launch_local(job, nproc or 2, timeout_s=timeout, startup_timeout_s=timeout, progress=progress)
+
+
+#: Largest width / layer count / tokens of the models the bench builds (2^16 is five times GPT-3 175B's
+#: h = 12,288; larger shapes do not fit one host's memory anyway).
+MAX_BENCH_WIDTH = 1 << 16
+MAX_BENCH_LAYERS = 1 << 10
+MAX_BENCH_TOKENS = 1 << 20
+
+
+def _check_run(nproc: Optional[int], timeout: float, warmup: int = 0, trials: int = 1) -> None:
+    """Ranges of the options every bench run shares, checked before any process starts."""
+    check_ranges([("--nproc", nproc, 1, MAX_LOCAL_RANKS), ("--warmup", warmup, 0, MAX_REPEATS),
+                  ("--trials", trials, 1, MAX_REPEATS)])
+    check_float(timeout, "--timeout", 0.0, MAX_TIMEOUT_S, low_open=True)
+
+
+def _result_path(theme: str, output: Optional[str]) -> str:
+    from distcalc.bench.results import result_path
+
+    return str(result_path(theme, output))
 
 
 def _write(payload: dict[str, Any], output: Optional[str]) -> str:
@@ -93,11 +119,18 @@ def collectives_command(
         chosen = [BenchCollective(c.strip()) for c in collectives.split(",")] if collectives else list(BenchCollective)
     except ValueError:
         valid = ", ".join(c.value for c in BenchCollective)
-        raise BenchError(f"--collectives {collectives!r}: valid names are {valid}") from None
+        raise BenchError(f"--collectives {excerpt(collectives)}: valid names are {valid}") from None
+    _check_run(nproc, timeout, warmup, trials)
     if nproc is not None and nproc < 2:
         raise BenchError(f"--nproc {nproc}: collectives need at least 2 ranks")
+    check_ranges([("--gpus-per-node", gpus_per_node, 1, nproc or 2)])
+    output = _result_path("collectives", output)
+    if plot:
+        check_output_path(plot, "--plot", PLOT_SUFFIXES, BenchError)
     config = CollectivesConfig(sizes=parse_size_range(sizes), collectives=chosen, warmup=warmup, trials=trials,
                                gpus_per_node=gpus_per_node)
+    # input + output buffers of the largest size (an All-Gather output, an All-to-All in and out) and a copy
+    check_host_memory(3 * max(config.sizes), f"--sizes {excerpt(sizes)}", nproc or 2)
     job = {"backend": backend, "tasks": [{"kind": "collectives", "config": config.model_dump(mode="json")}]}
     results = _run(job, nproc, timeout, "collectives", not json_output)
     if results is None:
@@ -155,10 +188,25 @@ def training_command(
     from distcalc.bench.results import make_result_file
     from distcalc.bench.training import TrainingConfig
 
+    _check_run(nproc, timeout, 0, steps)
+    check_ranges([("--hidden", hidden, 1, MAX_BENCH_WIDTH), ("--heads", heads, 1, MAX_BENCH_WIDTH),
+                  ("--ffn", ffn, 1, MAX_BENCH_WIDTH), ("--layers", layers, 1, MAX_BENCH_LAYERS),
+                  ("--micro-batch", micro_batch, 1, MAX_BENCH_TOKENS), ("--seq-len", seq_len, 1, MAX_BENCH_TOKENS),
+                  ("--micro-batches", micro_batches, 1, MAX_BENCH_LAYERS)])
+    if output:
+        output = _result_path("training", output)
+    if calibration:  # read now: a bad file must not cost the run
+        from distcalc.calibration import load_calibration
+
+        load_calibration(calibration)
     world = nproc or 2
     config = TrainingConfig(mode=mode, hidden=hidden, heads=heads, ffn=ffn, layers=layers, micro_batch=micro_batch,
                             seq_len=seq_len, micro_batches=micro_batches, steps=steps,
                             sequence_parallel=sequence_parallel, world_size=world)
+    from distcalc.bench.prediction import predicted_memory_bytes
+
+    check_host_memory(predicted_memory_bytes(config), f"bench training --mode {mode} (weights, gradients, "
+                      "activations)", world)
     job = {"backend": backend, "tasks": [{"kind": "training", "config": config.model_dump(mode="json")}]}
     results = _run(job, nproc, timeout, f"training {mode}", not json_output)
     if results is None:
@@ -215,15 +263,24 @@ def gemm_command(
     json_output: JsonOption = False,
 ) -> None:
     """Measure matmul throughput over a transformer layer's GEMM shapes (QKV, out-proj, MLP up/down, logits)."""
+    check_ranges([("--hidden", hidden, 1, MAX_BENCH_WIDTH), ("--ffn", ffn, 1, MAX_BENCH_WIDTH * 4),
+                  ("--heads", heads, 1, MAX_BENCH_WIDTH), ("--vocab", vocab, 0, MAX_BENCH_TOKENS),
+                  ("--tp", tp, 1, MAX_LOCAL_RANKS), ("--warmup", warmup, 0, MAX_REPEATS),
+                  ("--trials", trials, 1, MAX_REPEATS)])
+    if device is not None and not _valid_device(device):
+        raise BenchError(f"--device {excerpt(device)} is not valid; valid: cpu, cuda or cuda:N")
+    output = _result_path("gemm", output)
     import torch
 
-    from distcalc.bench.gemm import GemmConfig, measure_copy_bandwidth, run_gemm_sweep
+    from distcalc.bench.gemm import GemmConfig, layer_shapes, measure_copy_bandwidth, run_gemm_sweep
     from distcalc.bench.results import make_result_file
 
     try:
         peak = float(peak_flops) if peak_flops else None
+        check_float(peak, "--peak-flops", 0.0, 1e21, low_open=True)
     except ValueError:
-        raise BenchError(f"--peak-flops {peak_flops!r} is not a number of FLOP/s such as 3e11") from None
+        raise BenchError(f"--peak-flops {excerpt(peak_flops)} is not a positive number of FLOP/s such as "
+                         "3e11") from None
     shape: dict[str, Any] = {"hidden": hidden, "ffn": ffn or 4 * hidden, "heads": heads, "vocab": vocab}
     if model:
         from distcalc.model import load_model
@@ -233,9 +290,12 @@ def gemm_command(
                  "kv_heads": spec.kv_heads, "head_dim": spec.head_size, "vocab": vocab or spec.vocab_size,
                  "gated": spec.is_gated, "model": spec.name}
     if dtype not in ("float32", "bfloat16", "float16", "float64"):
-        raise BenchError(f"--dtype {dtype!r} is not valid; valid: float32, bfloat16, float16, float64")
+        raise BenchError(f"--dtype {excerpt(dtype)} is not valid; valid: float32, bfloat16, float16, float64")
     config = GemmConfig(tokens=[int(t) for t in parse_size_range(tokens)], tp=tp, dtype=dtype, warmup=warmup,
                         trials=trials, **shape)
+    element = {"float64": 8, "float32": 4}.get(dtype, 2)
+    largest = max((m * k + k * n + m * n) * element for name, m, n, k in layer_shapes(config, max(config.tokens)))
+    check_host_memory(largest, f"bench gemm --tokens {excerpt(tokens)} (largest GEMM operands)")
     with _progress(not json_output, "gemm") as progress:
         rows, used = run_gemm_sweep(config, device, progress)
     record = dict(config.model_dump(mode="json"), threads=torch.get_num_threads(), gpu_preset=gpu,
@@ -256,6 +316,12 @@ def gemm_command(
     console.print(f"wrote {payload['output_file']}")
 
 
+def _valid_device(device: str) -> bool:
+    """``cpu``, ``cuda`` or ``cuda:N`` (what the GEMM sweep can run on)."""
+    name, _, index = device.partition(":")
+    return (name == "cpu" and not index) or (name == "cuda" and (not _ or index.isdigit()))
+
+
 def calibrate_command(
     files: Annotated[list[str], typer.Argument(help="bench result files (collectives and/or gemm) or nccl-tests "
                                                      "stdout logs (all_reduce_perf & co., any number of runs)")],
@@ -272,6 +338,10 @@ def calibrate_command(
     from distcalc.calibration.collectives import group_rows, holdout_check
     from distcalc.calibration.nccl_tests import is_nccl_tests_output
 
+    if output:
+        from distcalc.outputs import JSON_SUFFIXES
+
+        check_output_path(output, "--output", JSON_SUFFIXES)
     calibration = calibrate(files)
     written = str(save_calibration(calibration, output)) if output else None
     payload: dict[str, Any] = {"calibration_file": written, "fits": calibration.fits, "compute": calibration.compute}

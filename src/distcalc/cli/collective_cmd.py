@@ -9,6 +9,7 @@ import numpy as np
 import typer
 from rich.table import Table
 
+from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
 from distcalc.cli.collective_cluster import render_nccl
 from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_line
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
@@ -19,6 +20,8 @@ from distcalc.jobs.collective import (
 from distcalc.jobs.base import parse_option
 from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
+from distcalc.errors import ConfigError
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.topology import Topology, TopologyKind, make_topology
 from distcalc.units import format_rate, format_size, format_time, parse_size_range
 
@@ -129,6 +132,15 @@ def collective_command(
     Defaults: --topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s --latency 5us; hierarchical uses
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
+    kind_name = parse_collective_kind(kind)
+    check_topology_options(gpus, gpus_per_node, oversubscription)
+    if kind_name == SEND_RECV:
+        check_send_recv(gpus, src, dst)
+    elif gpus == 1:
+        raise ConfigError(f"{kind_name} needs at least 2 GPUs, got --gpus 1 (one GPU communicates nothing; its "
+                          "bandwidths would be undefined)")
+    if plot:
+        check_output_path(plot, "--plot", PLOT_SUFFIXES)
     request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
     hardware = request.hardware(allow_files=True)
     if hardware is not None and not json_output:
@@ -161,6 +173,23 @@ def collective_command(
         console.print(f"plot written to {plot}")
 
 
+def check_topology_options(gpus: int, gpus_per_node: Optional[int], oversubscription: float,
+                           max_gpus: int = MAX_GPUS) -> None:
+    """Up-front ranges of the shared topology options (``max_gpus``: the command's own cap)."""
+    check_ranges([("--gpus", gpus, 1, max_gpus), *gpu_rules(gpus_per_node=gpus_per_node)])
+    check_float(oversubscription, "--oversubscription", 1.0, float(MAX_GPUS))
+
+
+def check_send_recv(gpus: int, src: int, dst: int) -> None:
+    """send-recv moves data between two different ranks of the N GPUs."""
+    if gpus < 2:
+        raise ConfigError(f"send-recv needs at least 2 GPUs, got --gpus {gpus}")
+    check_ranges([("--src", src, 0, gpus - 1), ("--dst", dst, 0, gpus - 1)])
+    if src == dst:
+        raise ConfigError(f"send-recv --src {src} --dst {dst}: source and destination must be different ranks "
+                          f"in 0..{gpus - 1}")
+
+
 def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
     """``--algorithm nccl``: NCCL's own choice (algorithm, protocol, channels) and time on a cluster preset."""
     run = run_nccl(request, allow_files=True)
@@ -188,6 +217,7 @@ def topologies_command(
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
 ) -> None:
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
+    check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))
     entries = []
     for kind in TopologyKind:
         extra = {"gpus_per_node": gpus_per_node} if kind in (TopologyKind.HIERARCHICAL, TopologyKind.TREE) else {}

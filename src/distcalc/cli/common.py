@@ -16,6 +16,7 @@ import typer
 from rich.console import Console
 
 from distcalc.errors import DistcalcError
+from distcalc.inputs import shorten
 from distcalc.jobs.base import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 from distcalc.parallel import Precision, Schedule
@@ -47,6 +48,9 @@ def handle_errors(function: F) -> F:
             return function(*args, **kwargs)
         except DistcalcError as error:
             fail(str(error))
+        except OSError as error:  # a file the user named cannot be read or written (disk full, no access)
+            where = f"{error.filename}: " if getattr(error, "filename", None) else ""
+            fail(f"{where}{error.strerror or error}")
         except ImportError as error:  # an optional extra is missing (matplotlib, torch)
             fail(f"{error}. Install the matching extra, e.g. pip install 'distcalc[plot]' or 'distcalc[bench]'")
         except Exception as error:  # pydantic.ValidationError without importing pydantic here
@@ -59,7 +63,7 @@ def handle_errors(function: F) -> F:
 
 def _short_validation_message(error: Exception) -> str:
     try:
-        return "; ".join(validation_item_message(item) for item in error.errors())  # type: ignore[attr-defined]
+        return shorten("; ".join(validation_item_message(item) for item in error.errors()), 500)  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - defensive
         return str(error).splitlines()[0]
 

@@ -18,6 +18,8 @@ from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.memory import MemoryReport, Recipe
 from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
+from distcalc.cli.checks import check_float, check_ranges, training_rules
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.units import format_size
 
 # Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
@@ -184,10 +186,17 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
         values, origins = request_values(ctx, config)
-        run = run_memory(MemoryRequest(**{k: v for k, v in values.items() if k in MemoryRequest.model_fields}),
-                         allow_files=True)
-        report, hardware = run.report, run.hardware
+        request = MemoryRequest(**{k: v for k, v in values.items() if k in MemoryRequest.model_fields})
+        r = request
+        check_ranges(training_rules(gpus=r.gpus, tp=r.tp, pp=r.pp, dp=r.dp, cp=r.cp, ep=r.ep, vpp=r.vpp,
+                                    micro_batch=r.micro_batch, global_batch=r.global_batch, seq_len=r.seq_len),
+                     upper_only=True)
+        check_float(r.allocator_reserve, "--allocator-reserve", 0.0, 0.99)
         plot = Path(values["plot"]) if values["plot"] is not None else None
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
+        run = run_memory(request, allow_files=True)
+        report, hardware = run.report, run.hardware
         c = report.config
         settings = setting_origins({"model": values["model"], "gpus": c.world_size, "seq_len": c.seq_len,
                                     "micro_batch": c.micro_batch, "global_batch": c.global_batch}, origins)

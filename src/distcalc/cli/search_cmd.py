@@ -16,6 +16,8 @@ from distcalc.cli.common import (
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.search import SearchRequest, batch_of, run_search, search_payload, with_ends
 from distcalc.run_file import DEFAULTS
+from distcalc.cli.checks import MAX_GPU_COUNTS, MAX_GPUS, check_float, check_ranges, training_rules
+from distcalc.outputs import CSV_SUFFIXES, PLOT_SUFFIXES, check_output_path
 from distcalc.search import SearchResult
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.distinct import USEFUL_SLOWDOWN, distinct_top, useful_front
@@ -178,10 +180,18 @@ def register(app: typer.Typer) -> None:
         """Search tp, pp, dp, cp, ep, vpp, micro-batch, ZeRO, recompute, SP and schedule; rank by step time."""
         values, origins = request_values(ctx, config)
         request = SearchRequest(**{k: v for k, v in values.items() if k in SearchRequest.model_fields})
+        check_ranges([*training_rules(global_batch=request.global_batch, seq_len=request.seq_len),
+                      ("--top", request.top, 1, 1_000_000)], upper_only=True)
+        check_float(request.headroom, "--headroom", 0.0, 0.99)
         calibration = Path(values["calibration"]) if values["calibration"] is not None else None
         output = Path(values["output"]) if values["output"] is not None else None
         plot = Path(values["plot"]) if values["plot"] is not None else None
-        run = run_search(request, allow_files=True, calibration=calibration)
+        if output is not None:
+            check_output_path(output, "--output", CSV_SUFFIXES)
+        if plot is not None:
+            check_output_path(plot, "--plot", PLOT_SUFFIXES)
+        run = run_search(request, allow_files=True, calibration=calibration, max_counts=MAX_GPU_COUNTS,
+                         max_gpus=MAX_GPUS)
         result, hardware, ends = run.result, run.hardware, request.ends
         header = setting_origins({"model": request.model, "gpus": request.gpus, "seq_len": request.seq_len,
                                   "global_batch": batch_of(request)}, origins)

@@ -8,12 +8,14 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from distcalc.cli.collective_cmd import topology_summary
+from distcalc.cli.checks import check_ranges
+from distcalc.cli.collective_cmd import check_topology_options, topology_summary
 from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_line
-from distcalc.errors import DistcalcError
 from distcalc.jobs.collective import DEFAULTS
 from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
+from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.simulate import SimulationResult, node_name
+from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
 from distcalc.units import format_size, format_time
 
 
@@ -80,14 +82,17 @@ def simulate_command(
     Defaults as for `distcalc collective` (--topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s
     --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
     """
+    check_topology_options(gpus, gpus_per_node, oversubscription, MAX_SIMULATED_GPUS)
+    check_ranges([("--elements", elements, 1, MAX_ELEMENTS), ("--segments", segments, 1, MAX_ELEMENTS),
+                  ("--seed", seed, 0, 2**63 - 1)])
+    if plot:
+        check_output_path(plot, "--plot", PLOT_SUFFIXES)
     request = SimulateRequest(**{k: v for k, v in locals().items() if k in SimulateRequest.model_fields})
     hardware = request.hardware(allow_files=True)
     if hardware is not None and not json_output:
         print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
     results, every = run_simulate(request, allow_files=True)
     if plot:
-        if not plot.lower().endswith(".png"):
-            raise DistcalcError(f"--plot {plot!r}: expected a file name ending in .png")
         from distcalc.simulate.plot import plot_simulation
 
         plot_simulation(results[0], plot)

@@ -14,6 +14,9 @@ from typing import Any, Sequence
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+from distcalc.cli.checks import given_value
+from distcalc.inputs import excerpt, shorten
+
 # The exceptions of the click that typer runs on (recent typer vendors click; older typer imports it): the
 # classes raised are the ones in the module of typer's own BadParameter.
 click: Any = importlib.import_module(typer.BadParameter.__module__)
@@ -24,9 +27,14 @@ EXIT_USAGE = 2
 PANELS = ("model", "cluster", "parallelism", "batch", "schedule", "memory", "search", "output", "other")
 
 
-def one_line_error(error: Any) -> str:
-    """``error: <message>`` on one line, naming the command whose ``--help`` lists what is valid."""
+def one_line_error(error: Any, arguments: Sequence[str] = ()) -> str:
+    """``error: <message>`` on one line (at most 300 characters), quoting the value given to the option it is
+    about (``arguments``: the command line) and naming the command whose ``--help`` lists what is valid."""
     message = " ".join(error.format_message().split())
+    given = given_value(list(arguments), getattr(getattr(error, "param", None), "opts", ()))
+    if given is not None:
+        message += f" (got {excerpt(given)})"
+    message = shorten(message, 300)
     context = getattr(error, "ctx", None)
     if isinstance(error, click.UsageError) and context is not None:
         message += f" (see {context.command_path} --help)"
@@ -35,6 +43,12 @@ def one_line_error(error: Any) -> str:
 
 class DistcalcGroup(TyperGroup):
     """The ``distcalc`` group: click's usage errors become one ``error: …`` line with exit code 2."""
+
+    _arguments: Sequence[str] = ()
+
+    def make_context(self, info_name: Any, args: list[str], *rest: Any, **kwargs: Any) -> Any:  # noqa: D102
+        self._arguments = list(args)
+        return super().make_context(info_name, args, *rest, **kwargs)
 
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
@@ -49,7 +63,7 @@ class DistcalcGroup(TyperGroup):
         except click.ClickException as error:
             if not standalone_mode:
                 raise
-            typer.echo(one_line_error(error), err=True)
+            typer.echo(one_line_error(error, self._arguments), err=True)
             sys.exit(error.exit_code)
         except typer.Abort:
             if not standalone_mode:

@@ -9,6 +9,7 @@ from typing import Any, Optional
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import DistcalcError
+from distcalc.inputs import excerpt
 from distcalc.model import ModelSpec, list_models, load_model, model_from_mapping
 from distcalc.model.loader import unknown_model
 from distcalc.run_file import DEFAULTS, dump_run_file
@@ -97,4 +98,4 @@ def request_to_yaml(request: JobRequest, command: str) -> str:
 def validation_item_message(item: dict[str, Any]) -> str:
     """One pydantic error as ``field: what is wrong (got value)`` (``body``, FastAPI's prefix, left out)."""
     location = ".".join(str(x) for x in item.get("loc", ()) if x != "body")
-    return f"{location}: {item.get('msg')} (got {item.get('input')!r})"
+    return f"{location}: {item.get('msg')} (got {excerpt(item.get('input'))})"

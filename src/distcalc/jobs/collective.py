@@ -15,6 +15,7 @@ from distcalc.collective import (
 from distcalc.collective.busbw import algbw_busbw
 from distcalc.errors import AlgorithmError, TopologyError
 from distcalc.hardware_choice import Hardware, resolve_hardware
+from distcalc.inputs import excerpt
 from distcalc.jobs.base import JobRequest, parse_option
 from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.placement import group_placement
@@ -147,7 +148,7 @@ def parse_collective_kind(text: str) -> str:
     try:
         return parse_kind(text).value
     except AlgorithmError:
-        raise AlgorithmError(f"unknown collective {text!r}: valid collectives are {', '.join(KINDS)}") from None
+        raise AlgorithmError(f"unknown collective {excerpt(text)}: valid collectives are {', '.join(KINDS)}") from None
 
 
 def records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst: int) -> list:
@@ -164,7 +165,7 @@ def records(kind: str, size: int, topo: Topology, algorithm: Any, src: int, dst:
 def lower_bound_s(kind: str, size: int, topo: Topology, recs: list) -> float:
     """The collective's lower bound (a send-recv is its own bound)."""
     if kind == SEND_RECV:
-        return float(recs[0].time_s)  # the one-link send is its own bound (spec §3: trivially met)
+        return float(recs[0].time_s)  # the one-link send is its own bound (docs/spec/collectives.md §3: trivially met)
     return float(lower_bound(kind, size, topo).time_s)
 
 

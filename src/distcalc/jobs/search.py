@@ -13,6 +13,7 @@ from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, parse_option
 from distcalc.run_file import DEFAULTS
+from distcalc.inputs import excerpt
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search
 from distcalc.search.distinct import distinct_top
 from distcalc.search.space import (COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_ALIASES, SCHEDULE_CHOICES,
@@ -91,10 +92,10 @@ def run_search(request: SearchRequest, *, allow_files: bool = False, calibration
     calibration_data = load_calibration(calibration) if calibration is not None else None
     counts = search_counts(request, hardware.cluster.gpus_per_node)
     if max_counts is not None and len(counts) > max_counts:
-        raise ConfigError(f"--gpus {request.gpus!r} asks for {len(counts)} GPU counts; this server searches at "
-                          f"most {max_counts}")
+        raise ConfigError(f"--gpus {excerpt(request.gpus)} asks for {len(counts)} GPU counts; at most {max_counts} "
+                          "are searched here")
     if max_gpus is not None and max(counts) > max_gpus:
-        raise ConfigError(f"--gpus {request.gpus!r}: {max(counts)} GPUs is above this server's limit {max_gpus}")
+        raise ConfigError(f"--gpus {excerpt(request.gpus)}: {max(counts)} GPUs is above the limit {max_gpus} here")
     choices = SpaceChoices(
         zero=choice_list(request.zero, ZERO_CHOICES, "--zero", int),
         recompute=choice_list(request.recompute, RECOMPUTE_CHOICES, "--recompute"),
@@ -128,7 +129,7 @@ def with_ends(rows: list[dict[str, Any]], ends: tuple[int, int]) -> list[dict[st
 
 
 def search_payload(run: SearchRun, top: int, ends: tuple[int, int] = (0, 0)) -> dict[str, Any]:
-    """The ``--json`` object (design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting);
+    """The ``--json`` object (docs/design.md §4 keys ``evaluated``, ``feasible``, ``results`` plus accounting);
     ``results`` are distinct configurations (equivalents collapsed, ``equivalent`` counts them)."""
     result = run.result
     metric_keys = ("step_time_s", "mfu", "memory_bytes", "headroom")

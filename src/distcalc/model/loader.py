@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -11,6 +10,8 @@ from typing import Any
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
+from distcalc.model.fields import check_model_fields
 from distcalc.model.hf import spec_from_hf_config
 from distcalc.model.hf_cache import cached_config_path, looks_like_repo_id
 from distcalc.suggest import did_you_mean
@@ -43,34 +44,32 @@ def _is_hf_config(data: dict[str, Any]) -> bool:
 
 
 def _load_file(path: Path) -> ModelSpec:
-    try:
-        text = path.read_text(encoding="utf-8")
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (OSError, ValueError, yaml.YAMLError) as error:
-        raise ConfigError(f"cannot read model file {str(path)!r}: {error}") from error
+    data = read_data_file(path, "model file", error=ConfigError, max_bytes=MAX_MODEL_FILE_BYTES)
     if not isinstance(data, dict):
-        raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields")
+        raise ConfigError(f"model file {str(path)!r} does not hold a mapping of fields (got {type(data).__name__})")
+    check_model_fields(data, path)
     return model_from_mapping(data, path.parent.name if path.stem == "config" else path.stem)
 
 
 def model_from_mapping(data: dict[str, Any], name: str) -> ModelSpec:
     """A model spec from an already parsed Hugging Face ``config.json`` or a mapping of :class:`ModelSpec`
-    fields (``name`` is used when the mapping has none)."""
+    fields (``name`` is used when the mapping has none). Field types and ranges are checked first
+    (:func:`distcalc.model.fields.check_model_fields`)."""
+    check_model_fields(data, name, "model")
     if _is_hf_config(data):
         return spec_from_hf_config(data, name)
     return ModelSpec(**{"name": name, **data})
 
 
 def _load_hf_cached(repo_id: str) -> ModelSpec:
-    """The model of a Hugging Face repo id from its cached config.json (named after the repo)."""
+    """The model of a Hugging Face repo id from its cached config.json (named after the repo), read and checked
+    like any model file (:func:`distcalc.inputs.read_data_file`, :func:`model_from_mapping`)."""
     path = cached_config_path(repo_id)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise ConfigError(f"cannot read the cached config.json of {repo_id!r} ({str(path)!r}): {error}") from error
+    data = read_data_file(path, f"the cached config.json of {excerpt(repo_id)}:", error=ConfigError,
+                          max_bytes=MAX_MODEL_FILE_BYTES, json_only=True)
     if not isinstance(data, dict):
-        raise ConfigError(f"the cached config.json of {repo_id!r} does not hold a mapping of fields")
-    return spec_from_hf_config(data, repo_id.split("/")[-1])
+        raise ConfigError(f"the cached config.json of {excerpt(repo_id)} does not hold a mapping of fields")
+    return model_from_mapping(data, repo_id.split("/")[-1])
 
 
 def load_model(name_or_path: str | Path) -> ModelSpec:
@@ -81,9 +80,13 @@ def load_model(name_or_path: str | Path) -> ModelSpec:
     Raises :class:`ConfigError` naming the valid presets when the name is neither a file nor a preset."""
     text = str(name_or_path)
     path = Path(text).expanduser()
-    if path.is_dir() and (path / "config.json").is_file():
-        path = path / "config.json"
-    if path.is_file():
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            path = path / "config.json"
+        is_file = path.is_file()
+    except OSError:  # a name too long for the file system: not a file, maybe a preset
+        is_file = False
+    if is_file:
         return _load_file(path)
     key = text.strip().lower().replace("_", "-")
     if key in list_models():
@@ -98,6 +101,6 @@ def unknown_model(text: str) -> ConfigError:
     "did you mean" and the presets)."""
     key = text.strip().lower().replace("_", "-")
     return ConfigError(
-        f"unknown model {text!r}{did_you_mean(key, list_models())}: not a file, not a preset and not a Hugging "
+        f"unknown model {excerpt(text)}{did_you_mean(key, list_models())}: not a file, not a preset and not a Hugging "
         f"Face repo id (owner/name); presets: {', '.join(list_models())} (distcalc presets models lists them)"
     )

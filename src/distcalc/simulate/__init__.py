@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from distcalc.simulate.budget import check_before_generation, check_schedule, out_of_memory
 from distcalc.simulate.execute import Execution, execute
 from distcalc.simulate.plans import generate_schedule, to_schedule
 from distcalc.simulate.route import route_schedule
@@ -134,7 +135,13 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
             timed = [(time_schedule(route_schedule(to_schedule(kind.value, name, topo, float(size_bytes), plan), topo),
                                     topo.gpus).time_s, i) for i, plan in enumerate(plans)]
             return plans[min(timed)[1]]
-    schedule = generate_schedule(kind.value, name, topo, float(size_bytes), segments, pick)
-    execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify)
+    check_before_generation(kind.value, name, topo.gpus, elements_per_chunk if verify else 0)
+    try:
+        schedule = generate_schedule(kind.value, name, topo, float(size_bytes), segments, pick)
+        check_schedule(kind.value, name, schedule.nodes, schedule.chunks, int(schedule.src.size),
+                       elements_per_chunk if verify else 0)
+        execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify)
+    except MemoryError:  # the exact size is known only while generating: report it, never a traceback
+        raise out_of_memory(kind.value, name, topo.gpus) from None
     return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic)
 

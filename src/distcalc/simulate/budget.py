@@ -1,0 +1,109 @@
+"""What a simulation may cost: refuse a case that cannot fit in memory *before* allocating it.
+
+The simulator's memory grows with the schedule's transfers (one row per chunk moved, then one per link it
+crosses when routed) and with the executed buffers (``nodes × chunks × elements`` float64 numbers, about
+five copies: data, buffers, expected values, snapshots). Both are bounded from below before the schedule is
+generated (:func:`check_before_generation`: a case refused there cannot fit whatever the schedule) and
+checked exactly before execution (:func:`check_schedule`), against :func:`memory_budget_bytes`.
+
+:data:`BYTES_PER_TRANSFER` is measured: ``distcalc simulate all-reduce --gpus 4096`` (ring on a switch,
+2·4096·4095 = 33.5 M transfers) reached 10.3 GB resident before it was stopped, about 320 B per transfer.
+"""
+
+from __future__ import annotations
+
+import os
+
+from distcalc.errors import ConfigError
+
+#: Resident bytes per schedule row, generated + routed + timed (measured, module docstring).
+BYTES_PER_TRANSFER = 320
+#: float64 copies of the executed buffers alive at once (data, buffers, expected, snapshot, comparison).
+BUFFER_COPIES = 5
+#: Upper end of the budget: a simulation is a check of an algorithm, not a big-data job.
+MAX_BUDGET_BYTES = 2 << 30
+#: Most simulated ranks (the analytic ``distcalc collective`` takes up to 2^20): some schedules hold N² index
+#: arrays whatever their transfer count (broadcast at N = 65,536 asked for 64 GiB), and the simulator checks
+#: algorithms at up to thousands of ranks (benchmarks/simulate_scale.py: 1,024).
+MAX_SIMULATED_GPUS = 1 << 13
+#: Most executed numbers per chunk.
+MAX_ELEMENTS = 1 << 20
+
+
+def memory_budget_bytes() -> int:
+    """min(2 GiB, a quarter of this machine's physical memory)."""
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        physical = 4 * MAX_BUDGET_BYTES
+    return int(min(MAX_BUDGET_BYTES, physical // 4))
+
+
+def _gib(size_bytes: float) -> str:
+    return f"{size_bytes / 2**30:.1f} GiB"
+
+
+def _refuse(what: str, need_bytes: float, budget: int) -> ConfigError:
+    return ConfigError(f"simulate: {what} needs about {_gib(need_bytes)}, more than the simulator's budget of "
+                       f"{_gib(budget)}; lower --gpus or --elements (the analytic `distcalc collective` has no "
+                       "such limit)")
+
+
+#: All-Reduce algorithms that shard the buffer into at least N chunks (reduce-scatter + all-gather shape):
+#: every chunk is reduced over N−1 transfers and spread over N−1 more.
+SHARDED_ALL_REDUCE = frozenset({
+    "ring", "direct", "rabenseifner", "swing", "bidirectional-ring", "bucket", "mirrored-halving",
+    "dim-sequential", "dim-concurrent", "snake-ring", "hierarchical", "rail-ring", "nccl-ring", "astra-baseline"})
+
+
+def chunks_lower_bound(kind: str, gpus: int) -> int:
+    """Fewest chunks any algorithm of ``kind`` uses: All-to-All N² blocks, sharded collectives N shards."""
+    if kind == "all-to-all":
+        return gpus * gpus
+    if kind in ("reduce-scatter", "all-gather", "gather", "scatter"):
+        return gpus
+    return 1
+
+
+def transfers_lower_bound(kind: str, algorithm: str, gpus: int) -> int:
+    """Fewest chunk transfers any schedule of (``kind``, ``algorithm``) on N GPUs makes: every block of an
+    All-to-All, and every shard of a ReduceScatter/AllGather, crosses N−1 times; a sharded All-Reduce
+    reduces and spreads each of its ≥ N chunks (2·N·(N−1)); any other All-Reduce does so for one chunk;
+    a scatter-allgather Broadcast (Rabenseifner Reduce) has an AllGather (ReduceScatter) half; other
+    Broadcast, Reduce, Gather and Scatter schedules reach N−1 ranks."""
+    n = gpus
+    if kind in ("all-to-all", "reduce-scatter", "all-gather"):
+        return n * (n - 1)
+    if kind == "all-reduce":
+        return 2 * n * (n - 1) if algorithm in SHARDED_ALL_REDUCE else 2 * (n - 1)
+    if (kind, algorithm) in (("broadcast", "scatter-allgather"), ("reduce", "rabenseifner")):
+        return n * (n - 1)  # the all-gather (reduce-scatter) half
+    return n - 1
+
+
+def check_before_generation(kind: str, algorithm: str, gpus: int, elements: int) -> None:
+    """Refuse, before the schedule is generated, a case whose *least* possible cost (the transfers of
+    :func:`transfers_lower_bound`, the buffers of :func:`chunks_lower_bound`) already exceeds the budget."""
+    budget = memory_budget_bytes()
+    transfers = transfers_lower_bound(kind, algorithm, gpus)
+    if transfers * BYTES_PER_TRANSFER > budget:
+        raise _refuse(f"{kind} ({algorithm}) on {gpus:,} GPUs (at least {transfers:,} transfers)",
+                      transfers * BYTES_PER_TRANSFER, budget)
+    buffers = float(gpus) * chunks_lower_bound(kind, gpus) * elements * 8 * BUFFER_COPIES
+    if buffers > budget:
+        raise _refuse(f"{kind} on {gpus:,} GPUs with --elements {elements:,} (executed buffers)", buffers, budget)
+
+
+def out_of_memory(kind: str, algorithm: str, gpus: int) -> ConfigError:
+    """The error for a simulation that ran out of memory although its lower bounds fitted the budget."""
+    return ConfigError(f"simulate: {kind} ({algorithm}) on {gpus:,} GPUs ran out of memory; lower --gpus or "
+                       "--elements (the analytic `distcalc collective` has no such limit)")
+
+
+def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int) -> None:
+    """The exact check once the schedule exists, before it is executed and routed."""
+    budget = memory_budget_bytes()
+    need = transfers * BYTES_PER_TRANSFER + float(nodes) * chunks * elements * 8 * BUFFER_COPIES
+    if need > budget:
+        raise _refuse(f"{kind} ({algorithm}) with {transfers:,} transfers over {chunks:,} chunks × {elements:,} "
+                      "elements", need, budget)
