@@ -75,7 +75,7 @@ def test_help_at_80_columns_keeps_every_option_name_whole(command):
     result = _run([command, "--help"], env={"COLUMNS": "80"}, terminal_width=80)
     assert result.exit_code == 0
     text = result.stdout
-    click_command = typer.main.get_command(app).commands[command]
+    click_command = typer.main.get_command(app).get_command(None, command)
     names = [opt for param in click_command.params for opt in param.opts + param.secondary_opts
              if opt.startswith("--")]
     assert names

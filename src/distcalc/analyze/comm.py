@@ -190,16 +190,20 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         prepared.append(sizes)
     times_out = [np.zeros(shape) for _ in messages]
     algorithms: list[list[str]] = [[] for _ in messages]
-    if isinstance(cluster, NcclPricedCluster):  # opt-in: NCCL's own model per group (analyze.nccl_pricing)
+    def per_group(price) -> None:
+        """Price each message on each of its groups with ``price(kind, sizes, placement)``."""
         for i, message in enumerate(messages):
             for index, placement in enumerate(cache[message.dim][1]):
                 mask = masks[i][index]
                 if not mask.any():
                     algorithms[i].append("none")
                     continue
-                t, algorithm = nccl_time_s(cluster, message.collective, prepared[i][mask], placement)
+                t, algorithm = price(message.collective, prepared[i][mask], placement)
                 times_out[i][mask] = t
                 algorithms[i].append(algorithm)
+
+    if isinstance(cluster, NcclPricedCluster):  # opt-in: NCCL's own model per group (analyze.nccl_pricing)
+        per_group(lambda kind, sizes, placement: nccl_time_s(cluster, kind, sizes, placement))
     elif calibration is None:
         # one call per (collective kind, distinct placement cost inputs), over every dimension and message
         buckets: dict[tuple, list[tuple[int, int]]] = {}
@@ -222,16 +226,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
                 offset += part.size
         algorithms = slots
     else:
-        for i, message in enumerate(messages):
-            for index, placement in enumerate(cache[message.dim][1]):
-                mask = masks[i][index]
-                if not mask.any():
-                    algorithms[i].append("none")
-                    continue
-                t, algorithm = calibrated_time_s(message.collective, prepared[i][mask], placement, calibration,
-                                                 bounds, calibrated)
-                times_out[i][mask] = t
-                algorithms[i].append(algorithm)
+        per_group(lambda kind, sizes, placement: calibrated_time_s(kind, sizes, placement, calibration, bounds,
+                                                                   calibrated))
     return [(message, times_out[i], algorithms[i]) for i, message in enumerate(messages)]
 
 

@@ -1,17 +1,62 @@
-"""The ``distcalc`` command line (typer). Each command lives in its own module with a ``register(app)``."""
+"""The ``distcalc`` command line (typer). Each command lives in its own module with a ``register(app)``.
+
+Commands are loaded lazily: ``distcalc --help`` lists them from :data:`COMMANDS` without importing any
+command module, and ``distcalc NAME`` imports only the module that registers ``NAME`` (click's "lazily
+loading subcommands" pattern), so start-up does not pay for every cost model.
+"""
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import sys
+from functools import lru_cache
+from typing import Any
 
 import typer
 
 from distcalc.cli.style import DistcalcGroup
 
+# Command → (module of distcalc.cli that registers it, one-line summary for the command list), in --help order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "collective": ("collective_cmd", "Cost of one collective (α-β model or NCCL's): time, latency and bandwidth terms."),
+    "topologies": ("collective_cmd", "List the topologies and the algorithms valid on each."),
+    "simulate": ("simulate_cmd", "Execute the algorithm on simulated ranks, verify the result, time it per link."),
+    "memory": ("memory_cmd", "Per-GPU memory (weights, gradients, optimizer, activations, buffers) per stage."),
+    "analyze": ("analyze_cmd", "Predict the training step time, MFU and HFU, and show where the time goes."),
+    "search": ("search_cmd", "Search the parallel configurations for the fastest ones that fit."),
+    "calibrate": ("calibrate_cmd", "Fit α and B (and the GEMM efficiency) to bench results or nccl-tests logs."),
+    "validate": ("validate_cmd", "Compare predictions with published measurements and formulas."),
+    "presets": ("presets_cmd", "List the model, GPU, cluster and link presets with their key numbers."),
+    "serve": ("serve_cmd", "Serve the calculator page and its JSON API on this machine."),
+    "bench": ("bench_cmd", "Measure real collectives, GEMMs and training steps with torch.distributed."),
+}
+
+
+@lru_cache(maxsize=None)
+def _module_commands(module: str) -> dict[str, Any]:
+    """The click commands ``distcalc.cli.<module>`` registers (imported on first use)."""
+    sub = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None, add_completion=False)
+    importlib.import_module(f"distcalc.cli.{module}").register(sub)
+    return dict(typer.main.get_group(sub).commands)
+
+
+class LazyGroup(DistcalcGroup):
+    """The ``distcalc`` group: commands come from :data:`COMMANDS`, imported when first asked for."""
+
+    def list_commands(self, ctx: Any) -> list[str]:  # noqa: D102
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, name: str) -> Any:  # noqa: D102
+        entry = COMMANDS.get(name)
+        return _module_commands(entry[0]).get(name) if entry else None
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:  # noqa: D102
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, summary) for name, (_, summary) in COMMANDS.items()])
+
+
 app = typer.Typer(
-    cls=DistcalcGroup,
+    cls=LazyGroup,
     name="distcalc",
     help="Communication, memory and step-time calculator for distributed LLM training.",
     no_args_is_help=True,
@@ -20,22 +65,10 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: option names stay whole at 80 columns
 )
 
-# Command modules, in the order their commands appear in --help.
-COMMAND_MODULES = (
-    "collective_cmd",
-    "simulate_cmd",
-    "memory_cmd",
-    "analyze_cmd",
-    "search_cmd",
-    "bench_cmd",
-    "validate_cmd",
-    "presets_cmd",
-    "serve_cmd",
-)
 
-for _name in COMMAND_MODULES:
-    if importlib.util.find_spec(f"distcalc.cli.{_name}") is not None:
-        importlib.import_module(f"distcalc.cli.{_name}").register(app)
+@app.callback()
+def _distcalc() -> None:
+    """Communication, memory and step-time calculator for distributed LLM training."""
 
 
 def main() -> None:

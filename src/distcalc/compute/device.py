@@ -57,7 +57,7 @@ import numpy as np
 import yaml
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import Precision
+from distcalc.precision import Precision
 
 ArrayLike = Any
 

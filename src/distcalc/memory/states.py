@@ -24,7 +24,7 @@ from enum import Enum
 
 import numpy as np
 
-from distcalc.parallel import Precision
+from distcalc.precision import Precision
 
 
 class Recipe(str, Enum):
