@@ -36,6 +36,7 @@ with a combined index; what depends on the schedule, vpp or micro-batch count is
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,7 @@ from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.fsdp import fsdp_exposure
-from distcalc.analyze.options import AnalyzeOptions
+from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
@@ -229,6 +230,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     if o.calibration is not None:
         device = calibrated_device(device, o.calibration) if gemm_fit_applies(o.calibration, device) else device
         cluster = with_calibration(cluster, o.calibration)
+    if o.elementwise_kernels is ElementwiseKernels.EAGER:
+        device = replace(device, eager_elementwise=True)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape

@@ -18,6 +18,16 @@ class ContextParallelAlgorithm(str, Enum):
     ULYSSES = "ulysses"
 
 
+class ElementwiseKernels(str, Enum):
+    """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
+    activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without
+    ``fused_rmsnorm`` or ``torch.compile``, IBM fms-fsdp) runs them as the composite ops of its code
+    (``eager``; :mod:`distcalc.compute.layer`)."""
+
+    FUSED = "fused"
+    EAGER = "eager"
+
+
 class AnalyzeOptions(BaseModel):
     """Software behaviour the step time depends on. Defaults describe Megatron-LM (Megatron-Core) runs:
 
@@ -56,6 +66,8 @@ class AnalyzeOptions(BaseModel):
       (:mod:`distcalc.analyze.comm`); its GEMM fit replaces the device's efficiency curve
       (:func:`distcalc.calibration.calibrated_device`). Not part of the JSON dump of the options (the
       report has its own ``calibration`` summary).
+    * ``elementwise_kernels`` ``fused``: Megatron/TE fused kernels; ``eager`` prices the RMSNorm, SwiGLU and
+      RoPE of a PyTorch-eager Llama as their composite ops (:class:`ElementwiseKernels`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -79,6 +91,8 @@ class AnalyzeOptions(BaseModel):
                                             description="compute slowdown while an overlapped collective runs")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0, le=0.5,
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
+    elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
+                                                    description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import ContextParallelAlgorithm, StepReport
+from distcalc.analyze import ContextParallelAlgorithm, ElementwiseKernels, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
@@ -216,6 +216,9 @@ def register(app: typer.Typer) -> None:
         grad_reduce_bytes: Annotated[int, typer.Option(
             min=1, max=8, rich_help_panel=S, help="bytes per gradient element in DP/FSDP reduction (4: fp32, "
                                                    "2: bf16)")] = 4,
+        elementwise_kernels: Annotated[ElementwiseKernels, typer.Option(
+            rich_help_panel=S, help="fused (Megatron/TransformerEngine) or eager (PyTorch composite RMSNorm, "
+                                    "SwiGLU, RoPE)")] = ElementwiseKernels.FUSED,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

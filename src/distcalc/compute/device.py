@@ -95,6 +95,8 @@ class DeviceCompute:
     power_limited_flops_per_s: float = float("inf")
     #: HBM bytes per element of the kernel that quantises a GEMM operand (0: 16-bit, nothing to quantise)
     quantize_bytes_per_element: float = 0.0
+    #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
+    eager_elementwise: bool = False
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:

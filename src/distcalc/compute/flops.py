@@ -59,6 +59,7 @@ class ModelDims:
     embedding_parameters: int  #: V·h (+ positions) — the first stage's table
     lm_head_parameters: int  #: V·h on the last stage (tied embeddings also keep a copy there)
     tied_embeddings: bool = False  #: output layer shares the input embedding (gradient sync when pp > 1)
+    rmsnorm: bool = True  #: RMSNorm (else LayerNorm): what an eager framework runs as composite ops
 
     @property
     def dense_layers(self) -> int:
@@ -97,6 +98,7 @@ def model_dims(spec: Any) -> ModelDims:
         parameters_per_layer=layer_total / spec.num_hidden_layers,
         expert_parameters_per_layer=expert_total / spec.num_hidden_layers,
         embedding_parameters=embedding, lm_head_parameters=lm_head, tied_embeddings=spec.tie_word_embeddings,
+        rmsnorm=getattr(spec.norm_type, "value", spec.norm_type) == "rmsnorm",
     )
 
 

@@ -34,6 +34,22 @@ forward pass and every output gradient in the backward pass (TE fuses some forwa
 the activation, which saves ≤ 2 of those 4 bytes there; not credited). Weights are quantised once per step
 and cached across micro-batches (not counted); amax reductions are negligible.
 
+PyTorch eager (``device.eager_elementwise``; torchtitan's Llama without ``fused_rmsnorm`` or
+``torch.compile``, IBM fms-fsdp): the elementwise work runs as the composite ops of the model code, each a
+kernel that reads and writes the whole tensor (bytes per element, forward / backward, counted from the code
+and autograd's saved tensors):
+
+* RMSNorm ``(x.float() * rsqrt(x.float().pow(2).mean(-1) + eps)).type_as(x) * w``: upcast 2+4, square
+  4+4, mean 4, scale 4+4, downcast 4+2, weight 2+2 = 36 B forward; backward through the same chain in fp32
+  ≈ 60 B (weight 8, downcast 6, scale 12, mean 4, square 12, gradient sum 12, upcast 6) — fused: 4 / 8 B.
+* SwiGLU ``silu(x W₁) * (x W₃)``: silu 2+2, product 4+2 = 10 B forward; backward product 6+4, silu 4+2 =
+  16 B per f-element — fused: 6 / 10 B.
+* RoPE via complex multiplication: upcast 2+4, complex product 4+4, downcast 4+2 = 20 B each way per q/k
+  element — fused: 4 B.
+
+LayerNorm and GeLU are single native kernels in eager PyTorch too (``F.layer_norm``, ``F.gelu``), so GPT-style
+models keep the fused counts.
+
 Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
 FlashAttention, whose backward already recomputes); full re-runs the layer's forward.
 """
@@ -54,6 +70,13 @@ ArrayLike = Any
 #: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
 WGRAD_ACCUMULATE_BYTES = 8.0
 ACT_BYTES = 2.0  # bf16/fp16 activations
+#: PyTorch-eager composite ops (module docstring): RMSNorm, SwiGLU and RoPE bytes per element (forward,
+#: backward), and the kernels each adds per layer over its fused form (RMSNorm 2 x (6 - 1), SwiGLU 2 - 1,
+#: RoPE on q and k 2 x 3 - 1)
+EAGER_RMSNORM_BYTES = (36.0, 60.0)
+EAGER_SWIGLU_BYTES = (10.0, 16.0)
+EAGER_ROPE_BYTES = 20.0
+EAGER_EXTRA_KERNELS = {"rmsnorm": 10, "swiglu": 1, "rope": 5}
 
 
 @dataclass(frozen=True)
@@ -165,15 +188,22 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
 
     drop = 1.0 if dims.hidden_dropout else 0.0
-    act_fwd_b, act_bwd_b = (6.0, 10.0) if dims.gated else (4.0, 6.0)
+    eager = device.eager_elementwise
+    act_fwd_b, act_bwd_b = (EAGER_SWIGLU_BYTES if eager else (6.0, 10.0)) if dims.gated else (4.0, 6.0)
+    norm_fwd_b, norm_bwd_b = EAGER_RMSNORM_BYTES if eager and dims.rmsnorm else (4.0, 8.0)
+    rope_b = EAGER_ROPE_BYTES if eager else 4.0
     rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
         if dims.rope else 0.0
-    fwd_bytes = stream * (2 * 4.0 + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * 4.0 + permute_bytes
-    bwd_bytes = stream * (2 * 8.0 + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * 4.0 + permute_bytes
+    fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
+                 + permute_bytes)
+    bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
+                 + permute_bytes)
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
-    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts
+    eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
+                        if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
+    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts + eager_kernels
     fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
     bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
 

@@ -25,7 +25,8 @@ Rules, column by column:
 * Options: ``dp_comm_overlap`` → ``overlap_grad_reduce`` and ``overlap_param_gather``; NeMo's
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
-  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention.
+  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import ContextParallelAlgorithm
+from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -225,6 +226,9 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
         grad_reduce_bytes=reduce_bytes,
+        # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
+        # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
+        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
     )
 
 
