@@ -106,3 +106,27 @@ def test_cli_json_has_per_source_summaries_and_the_rows_not_compared():
     assert {s["group"] for s in step[:-1]} == {run.source for run in RUNS.values()}
     assert all(row["reason"] for row in entry["not_compared"])
     assert all(c["group"] for c in entry["cases"])
+
+
+def test_a_row_with_blank_columns_is_listed_with_the_columns_it_lacks():
+    from distcalc.validation.published.compare import compare
+    from distcalc.validation.published.rows import parse_row
+
+    raw = {"case_id": "x", "source": "held-out", "hidden": "", "layers": "32", "heads": "32", "ffn": "",
+           "vocab": "32000", "seq_len": "4096", "gpus": "8", "global_batch": "64", "gpu": "a100-80gb"}
+    comparison = compare(parse_row(raw))  # missing columns parse as None instead of raising
+    assert comparison.predicted_step_s is None
+    assert comparison.reason == "not stated: hidden, ffn"
+
+
+def test_mixtral_style_moe_detail_reads_experts_and_top_k():
+    from distcalc.model import ModelSpec
+    from distcalc.validation.published.mapping import _moe_fields
+
+    fields = _moe_fields("8 experts top-2", 14336)
+    assert fields["num_local_experts"] == 8 and fields["num_experts_per_tok"] == 2
+    spec = ModelSpec(name="mixtral", hidden_size=4096, num_hidden_layers=32, num_attention_heads=32,
+                     num_key_value_heads=8, vocab_size=32000, **fields)
+    assert spec.parameters == pytest.approx(46.70e9, rel=1e-3)  # Mixtral 8x7B's published 46.7B
+    with pytest.raises(NotExpressible, match="moe_detail not understood"):
+        _moe_fields("a mixture of experts", 14336)

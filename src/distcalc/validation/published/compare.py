@@ -44,7 +44,7 @@ def measured_step_time(run: PublishedRun) -> tuple[float | None, str]:
     """The measured step time in seconds and its basis (None when the row has none)."""
     if run.measured_step_time_s is not None:
         return run.measured_step_time_s, run.step_time_basis
-    if run.measured_tflops_per_gpu and run.model_flops_per_step:
+    if run.measured_tflops_per_gpu and run.model_flops_per_step and run.gpus:
         return run.model_flops_per_step / (run.measured_tflops_per_gpu * 1e12 * run.gpus), DERIVED_FROM_TFLOPS
     return None, run.step_time_basis
 

@@ -110,24 +110,34 @@ def _first_valid(enum: type, names: tuple[str, ...], what: str, label: str):
 
 
 def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
-    """ModelSpec MoE/MLA fields from ``moe_detail`` (SimuMax's DeepSeek rows)."""
-    number = lambda pattern: int(re.search(pattern, detail).group(1))  # noqa: E731
-    try:
-        experts, top_k = number(r"(\d+) experts"), number(r"top-(\d+)")
-        expert_ffn, shared = number(r"moe_ffn (\d+)"), number(r"shared (\d+)")
-        dense_match = re.search(r"layer (\d+) dense|dense_layers=(\d+)", detail)
-        dense = int(dense_match.group(1) or dense_match.group(2))
-        fields: dict[str, object] = dict(
-            num_local_experts=experts, num_experts_per_tok=top_k, moe_intermediate_size=expert_ffn,
-            n_shared_experts=max(1, shared // expert_ffn), shared_expert_intermediate_size=shared,
-            first_k_dense_replace=dense, intermediate_size=int(re.search(r"ffn (\d+)\)", detail).group(1)),
-        )
-        if "MLA" in detail:
-            fields.update(q_lora_rank=number(r"q_lora (\d+)"), kv_lora_rank=number(r"kv_lora (\d+)"),
-                          qk_nope_head_dim=number(r"qk_head (\d+)"), qk_rope_head_dim=number(r"rope (\d+)"),
-                          v_head_dim=number(r"v_head (\d+)"))
-    except AttributeError as exc:
-        raise NotExpressible(f"moe_detail not understood: {detail[:60]!r}") from exc
+    """ModelSpec MoE/MLA fields from ``moe_detail``: experts and top-k are required ("160 experts top-6");
+    the expert width ("moe_ffn 1536"), shared width ("shared 3072"), leading dense layers ("layer 1 dense
+    (ffn 12288)" / "dense_layers=1 (ffn 18432)") and MLA ranks are read where printed; an expert printed
+    without its own width has the row's ``ffn`` (Mixtral-style), no shared experts, no dense layers."""
+
+    def number(pattern: str, default: int | None = None) -> int:
+        match = re.search(pattern, detail)
+        if match is None:
+            if default is None:
+                raise NotExpressible(f"moe_detail not understood (no {pattern!r}): {detail[:60]!r}")
+            return default
+        return int(next(g for g in match.groups() if g is not None))
+
+    experts, top_k = number(r"(\d+) experts"), number(r"top-?(\d+)")
+    expert_ffn = number(r"moe_ffn (\d+)", ffn)
+    shared = number(r"shared (\d+)", 0)
+    fields: dict[str, object] = dict(
+        num_local_experts=experts, num_experts_per_tok=top_k, moe_intermediate_size=expert_ffn,
+        n_shared_experts=shared // expert_ffn if shared else 0, shared_expert_intermediate_size=shared or None,
+        first_k_dense_replace=number(r"layer (\d+) dense|dense_layers=(\d+)", 0),
+        intermediate_size=number(r"ffn (\d+)\)", ffn),
+    )
+    if shared:
+        fields["n_shared_experts"] = max(1, shared // expert_ffn)
+    if "MLA" in detail:
+        fields.update(q_lora_rank=number(r"q_lora (\d+)"), kv_lora_rank=number(r"kv_lora (\d+)"),
+                      qk_nope_head_dim=number(r"qk_head (\d+)"), qk_rope_head_dim=number(r"rope (\d+)"),
+                      v_head_dim=number(r"v_head (\d+)"))
     return fields
 
 
@@ -232,8 +242,15 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     )
 
 
+# Columns a row must state for distcalc to describe it.
+REQUIRED_COLUMNS = ("hidden", "layers", "heads", "ffn", "vocab", "seq_len", "gpus", "global_batch")
+
+
 def run_inputs(run: PublishedRun) -> RunInputs:
     """Map one published run; raises :class:`NotExpressible` with the reason where distcalc cannot."""
+    missing = [column for column in REQUIRED_COLUMNS if getattr(run, column) is None]
+    if missing:
+        raise NotExpressible(f"not stated: {', '.join(missing)}")
     try:
         spec = model_spec(run)
         cluster = cluster_spec(run)

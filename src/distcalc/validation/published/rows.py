@@ -40,30 +40,30 @@ class PublishedRun:
     case_id: str
     source: str
     model: str
-    hidden: int
-    layers: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    ffn: int
-    vocab: int
-    seq_len: int
+    hidden: int | None
+    layers: int | None
+    heads: int | None
+    kv_heads: int | None
+    head_dim: int | None
+    ffn: int | None
+    vocab: int | None
+    seq_len: int | None
     gated_mlp: bool
     tied_embeddings: bool
     pos_emb: str
     dropout: bool
     gpu: str
-    gpus: int
-    gpus_per_node: int
+    gpus: int | None
+    gpus_per_node: int | None
     cluster_network: str
     tp: int
     pp: int
-    dp: int
+    dp: int | None
     cp: int
     vpp: int | None
     micro_batch: int | None
     micro_batch_assumed: bool
-    global_batch: int
+    global_batch: int | None
     recompute: str
     flash_attention: bool | None
     sequence_parallel: bool | None
@@ -108,31 +108,37 @@ class PublishedRun:
         return match.group(1), float(match.group(2)) / 1e3, memory
 
 
-def parse_row(row: dict[str, str]) -> PublishedRun:
-    """One CSV row → :class:`PublishedRun` (numbers parsed, flags to bool/None)."""
-    micro_batch = _int(row["micro_batch"])
+def parse_row(raw: dict[str, str]) -> PublishedRun:
+    """One CSV row → :class:`PublishedRun` (numbers parsed, flags to bool/None). A column that is missing
+    or empty becomes None (or ``""``); whether the row can still be described is the mapping's decision
+    (:func:`distcalc.validation.published.mapping.run_inputs` names the columns it lacks)."""
+    row = {key: (value or "").strip() for key, value in raw.items() if key is not None}
+    text = lambda column: row.get(column, "")  # noqa: E731
+    number = lambda column: _int(text(column))  # noqa: E731
+    micro_batch = number("micro_batch")
+    heads, hidden = number("heads"), number("hidden")
     return PublishedRun(
-        case_id=row["case_id"], source=row["source"], model=row["model"],
-        hidden=int(row["hidden"]), layers=int(row["layers"]), heads=int(row["heads"]),
-        kv_heads=int(row["kv_heads"]), head_dim=int(row["head_dim"]), ffn=int(row["ffn"]),
-        vocab=int(row["vocab"]), seq_len=int(row["seq_len"]), gated_mlp=bool(_bool(row["gated_mlp"])),
-        tied_embeddings=bool(_bool(row["tied_embeddings"])), pos_emb=row["pos_emb"].strip(),
-        dropout=bool(_bool(row["dropout"])), gpu=row["gpu"].strip(), gpus=int(row["gpus"]),
-        gpus_per_node=int(row["gpus_per_node"]), cluster_network=row["cluster_network"],
-        tp=int(row["tp"]), pp=int(row["pp"]), dp=int(row["dp"]), cp=_int(row["cp"]) or 1, vpp=_int(row["vpp"]),
-        micro_batch=micro_batch if micro_batch is not None else _int(row["assumed_micro_batch"]),
-        micro_batch_assumed=micro_batch is None, global_batch=int(row["global_batch"]),
-        recompute=row["recompute"].strip(), flash_attention=_bool(row["flash_attention"]),
-        sequence_parallel=_bool(row["sequence_parallel"]), zero_stage=_int(row["zero_stage"]) or 0,
-        fsdp=_bool(row["fsdp"]), distributed_optimizer=_bool(row["distributed_optimizer"]),
-        dp_comm_overlap=_bool(row["dp_comm_overlap"]), tp_comm_overlap=row["tp_comm_overlap"].strip(),
-        precision=row["precision"].strip().lower(), framework=row["framework"],
-        measured_step_time_s=_float(row["measured_step_time_s"]), step_time_basis=row["step_time_basis"],
-        measured_tflops_per_gpu=_float(row["measured_tflops_per_gpu"]),
-        model_flops_per_step=_float(row["model_flops_per_step"]),
-        measured_peak_memory_gib=_float(row["measured_peak_memory_gib"]), memory_basis=row["memory_basis"],
-        ep=_int(row["ep"]) or 1, moe_detail=row["moe_detail"], assumptions=row["assumptions"],
-        config_details=row["config_details"], notes=row["notes"],
+        case_id=text("case_id"), source=text("source"), model=text("model"),
+        hidden=hidden, layers=number("layers"), heads=heads, kv_heads=number("kv_heads") or heads,
+        head_dim=number("head_dim") or (hidden // heads if hidden and heads else None), ffn=number("ffn"),
+        vocab=number("vocab"), seq_len=number("seq_len"), gated_mlp=bool(_bool(text("gated_mlp"))),
+        tied_embeddings=bool(_bool(text("tied_embeddings"))), pos_emb=text("pos_emb"),
+        dropout=bool(_bool(text("dropout"))), gpu=text("gpu"), gpus=number("gpus"),
+        gpus_per_node=number("gpus_per_node"), cluster_network=text("cluster_network"),
+        tp=number("tp") or 1, pp=number("pp") or 1, dp=number("dp"), cp=number("cp") or 1, vpp=number("vpp"),
+        micro_batch=micro_batch if micro_batch is not None else number("assumed_micro_batch"),
+        micro_batch_assumed=micro_batch is None, global_batch=number("global_batch"),
+        recompute=text("recompute"), flash_attention=_bool(text("flash_attention")),
+        sequence_parallel=_bool(text("sequence_parallel")), zero_stage=number("zero_stage") or 0,
+        fsdp=_bool(text("fsdp")), distributed_optimizer=_bool(text("distributed_optimizer")),
+        dp_comm_overlap=_bool(text("dp_comm_overlap")), tp_comm_overlap=text("tp_comm_overlap"),
+        precision=text("precision").lower(), framework=text("framework"),
+        measured_step_time_s=_float(text("measured_step_time_s")), step_time_basis=text("step_time_basis"),
+        measured_tflops_per_gpu=_float(text("measured_tflops_per_gpu")),
+        model_flops_per_step=_float(text("model_flops_per_step")),
+        measured_peak_memory_gib=_float(text("measured_peak_memory_gib")), memory_basis=text("memory_basis"),
+        ep=number("ep") or 1, moe_detail=text("moe_detail"), assumptions=text("assumptions"),
+        config_details=text("config_details"), notes=text("notes"),
     )
 
 
