@@ -306,3 +306,9 @@ def test_bench_result_rows_are_validated(tmp_path):
     path.write_text(json.dumps(envelope))
     refused(["calibrate", path, "--output", tmp_path / "c.json"], "results[0].time_s")
     assert not (tmp_path / "c.json").exists()
+
+
+@pytest.mark.parametrize("command", ["memory", "analyze"])
+def test_a_zero_or_negative_degree_without_gpus_is_refused_by_name(command):
+    # found by benchmarks/fuzz_cli.py (seed 20261125): the default GPU count divided by tp·pp·cp = 0
+    refused([command, "--model", "llama2-7b", "--pp", "0", "--cp", "-2"], "pp(0) must be >= 1")

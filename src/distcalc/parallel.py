@@ -91,6 +91,13 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     return None
 
 
+def require_positive(**degrees: Any) -> None:
+    """Refuse the first degree (or count) below 1, naming it: ``pp(0) must be >= 1``."""
+    for name, value in degrees.items():
+        if value is not None and int(value) < 1:
+            raise ConfigError(f"{name}({value}) must be >= 1")
+
+
 class ParallelConfig(BaseModel):
     """A data/tensor/pipeline/context/expert-parallel training configuration (validated on creation).
 
@@ -139,9 +146,7 @@ class ParallelConfig(BaseModel):
     def _resolve(data: dict[str, object]) -> dict[str, object]:
         data = {k: v for k, v in data.items() if v is not None}
         tp, pp, cp = (int(data.get(k, 1)) for k in ("tp", "pp", "cp"))
-        for key in ("tp", "pp", "cp", "vpp", "ep", "micro_batch"):
-            if key in data and int(data[key]) < 1:
-                raise ConfigError(f"{key}({data[key]}) must be >= 1")
+        require_positive(**{k: data[k] for k in ("tp", "pp", "cp", "vpp", "ep", "micro_batch") if k in data})
         model_parallel = tp * pp * cp
         if "dp" not in data:
             gpus = int(data.get("gpus", model_parallel))

@@ -20,6 +20,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from distcalc.errors import ConfigError
+from distcalc.parallel import require_positive
 from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
 from distcalc.suggest import did_you_mean
 
@@ -97,6 +98,7 @@ def dump_run_file(values: Mapping[str, Any], command: str | None = None) -> str:
 def default_gpus(tp: int = 1, pp: int = 1, cp: int = 1, dp: int | None = None) -> tuple[int, str]:
     """The GPU count when ``--gpus`` is not given, and why: tp·pp·cp·dp when dp is given, else one node
     (:data:`DEFAULTS`.gpus) when tp·pp·cp divides it, else tp·pp·cp (dp = 1)."""
+    require_positive(tp=tp, pp=pp, cp=cp, dp=dp)
     model_parallel = tp * pp * cp
     if dp is not None:
         return model_parallel * dp, "tp·pp·cp·dp"
