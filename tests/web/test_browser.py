@@ -23,9 +23,14 @@ MEMORY_ONLY_DROPPED = ("cluster",)
 
 
 def wait_for(condition, timeout_s: float = 20.0, what: str = "condition"):
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
     start = time.perf_counter()
     while time.perf_counter() - start < timeout_s:
-        value = condition()
+        try:
+            value = condition()
+        except (StaleElementReferenceException, NoSuchElementException):
+            value = None  # the page re-rendered the element between finding and reading it: poll again
         if value:
             return value
         time.sleep(0.05)
