@@ -11,7 +11,7 @@ from rich.table import Table
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
 from distcalc.cli.collective_cluster import render_nccl
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_line
+from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.collective.busbw import algbw_busbw
 from distcalc.jobs.collective import (
@@ -142,9 +142,7 @@ def collective_command(
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
     request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
-    hardware = request.hardware(allow_files=True)
-    if hardware is not None and not json_output:
-        print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
+    print_link_hardware(request, gpus, json_output)
     if is_nccl(request):
         _nccl_command(request, json_output)
         return

@@ -159,6 +159,14 @@ def print_line(text: str) -> None:
     console.print(text, soft_wrap=True)
 
 
+def print_link_hardware(request: Any, gpus: int, json_output: bool) -> None:
+    """``collective``/``simulate``: the ``hardware:`` line of a ``--cluster``/``--gpu`` request (text mode),
+    noting that links are priced at the bandwidth NCCL achieves (η·B)."""
+    hardware = request.hardware(allow_files=True)
+    if hardware is not None and not json_output:
+        print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
+
+
 def exit_if_oom(fits: Optional[bool], allow_oom: bool) -> None:
     """Exit with :data:`EXIT_OOM` when the report said the configuration does not fit (and no --allow-oom)."""
     if fits is False and not allow_oom:

@@ -10,7 +10,7 @@ from rich.table import Table
 
 from distcalc.cli.checks import check_ranges
 from distcalc.cli.collective_cmd import check_topology_options, topology_summary
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_line
+from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.jobs.collective import DEFAULTS
 from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -88,9 +88,7 @@ def simulate_command(
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
     request = SimulateRequest(**{k: v for k, v in locals().items() if k in SimulateRequest.model_fields})
-    hardware = request.hardware(allow_files=True)
-    if hardware is not None and not json_output:
-        print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
+    print_link_hardware(request, gpus, json_output)
     results, every = run_simulate(request, allow_files=True)
     if plot:
         from distcalc.simulate.plot import plot_simulation

@@ -109,8 +109,9 @@ def register(app: typer.Typer) -> None:
                 console.print(table)
                 passed = sum(c.passed for c in cases)
                 console.print(f"{case_set.name}: {passed}/{len(cases)} within tolerance\n")
-                for unit, key, title in SUMMARY_QUANTITIES:
-                    summaries = _summaries(cases, skipped).get(key)
+                per_quantity = _summaries(cases, skipped)
+                for _, key, title in SUMMARY_QUANTITIES:
+                    summaries = per_quantity.get(key)
                     if summaries:
                         console.print(_summary_table(case_set.name, title, summaries))
                 if skipped:

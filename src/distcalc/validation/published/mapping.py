@@ -128,12 +128,10 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
     shared = number(r"shared (\d+)", 0)
     fields: dict[str, object] = dict(
         num_local_experts=experts, num_experts_per_tok=top_k, moe_intermediate_size=expert_ffn,
-        n_shared_experts=shared // expert_ffn if shared else 0, shared_expert_intermediate_size=shared or None,
+        n_shared_experts=max(1, shared // expert_ffn) if shared else 0, shared_expert_intermediate_size=shared or None,
         first_k_dense_replace=number(r"layer (\d+) dense|dense_layers=(\d+)", 0),
         intermediate_size=number(r"ffn (\d+)\)", ffn),
     )
-    if shared:
-        fields["n_shared_experts"] = max(1, shared // expert_ffn)
     if "MLA" in detail:
         fields.update(q_lora_rank=number(r"q_lora (\d+)"), kv_lora_rank=number(r"kv_lora (\d+)"),
                       qk_nope_head_dim=number(r"qk_head (\d+)"), qk_rope_head_dim=number(r"rope (\d+)"),
