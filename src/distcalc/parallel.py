@@ -5,90 +5,25 @@ data-parallel × context-parallel ranks (``ep`` divides ``dp·cp``; experts keep
 number of interleaved model chunks per pipeline stage (Narayanan et al. 2021 §2.2). Validation messages
 name every factor, torchtitan style: ``tp(8) * pp(4) * cp(1) * dp(3) = 96 != gpus(64)``.
 
-The enums carry integer ``code``s so that the vectorised formulas (memory, pipeline, search) can take
-NumPy arrays of configurations.
+The enums (:mod:`distcalc.modes`, re-exported here) carry integer ``code``s declared with each member, so
+that the vectorised formulas (memory, pipeline, step time, search) can take NumPy arrays of configurations.
 """
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import ConfigError
+from distcalc.modes import CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES, schedule_shape_problem
 from distcalc.precision import Precision
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
-
-class Recompute(str, Enum):
-    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer)."""
-
-    NONE = "none"
-    SELECTIVE = "selective"
-    FULL = "full"
-
-    @property
-    def code(self) -> int:
-        """Integer code for vectorised formulas: none 0, selective 1, full 2."""
-        return _RECOMPUTE_CODES[self]
-
-
-class Schedule(str, Enum):
-    """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
-    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
-
-    GPIPE = "gpipe"
-    ONE_F_ONE_B = "1f1b"
-    INTERLEAVED = "interleaved"
-    ZERO_BUBBLE = "zero-bubble"
-    ZB_H1 = "zb-h1"
-    ZB_H2 = "zb-h2"
-    ZB_V = "zb-v"
-    DUALPIPE = "dualpipe"
-    DUALPIPEV = "dualpipev"
-
-    @property
-    def code(self) -> int:
-        """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3, zb-h2 4,
-        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8."""
-        return _SCHEDULE_CODES[self]
-
-
-RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
-SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
-#: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
-#: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
-SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
-_RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
-_SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
-                   Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
-                   Schedule.DUALPIPEV: 7}
-
-
-#: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
-V_SHAPED_SCHEDULES = (SCHEDULE_ZB_V, SCHEDULE_DUALPIPEV)
-
-
-def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None:
-    """Why schedule ``code`` cannot run ``pp`` stages with ``micro_batches`` micro-batches (None when it can):
-    ZB-H2, ZB-V, DualPipe and DualPipeV need pp >= 2; DualPipe (two directions, half the micro-batches each)
-    an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
-    deepseek-ai/DualPipe ``step`` asserts both)."""
-    name = {SCHEDULE_ZB_H2: "zb-h2", SCHEDULE_ZB_V: "zb-v", SCHEDULE_DUALPIPE: "dualpipe",
-            SCHEDULE_DUALPIPEV: "dualpipev"}.get(int(code))
-    if name is None:
-        return None
-    if pp < 2:
-        return f"schedule {name} needs pp >= 2 (got pp({pp}))"
-    if code == SCHEDULE_DUALPIPE and (pp % 2 or micro_batches % 2):
-        return f"schedule {name} needs an even pp and an even number of micro-batches (got pp({pp}), {micro_batches})"
-    if code in (SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV) and micro_batches < 2 * pp:
-        return f"schedule {name} needs micro-batches({micro_batches}) >= 2 * pp({pp}) = {2 * pp}"
-    return None
+ArrayLike = Any  # int | numpy.ndarray (elementwise formulas)
 
 
 def require_positive(**degrees: Any) -> None:
@@ -188,7 +123,7 @@ class ParallelConfig(BaseModel):
             raise ConfigError(
                 f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 and no embedding/loss split (got "
                 f"pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss({self.account_for_embedding_and_loss}))")
-        if uneven and self.resolved_schedule.code >= SCHEDULE_ZB_H2:
+        if uneven and Schedule.executed(self.resolved_schedule.code):
             raise ConfigError(
                 f"--first-stage-layers/--last-stage-layers apply to the gpipe, 1f1b and zero-bubble schedules; the "
                 f"executed schedule {self.resolved_schedule.value} prices equal stages (got schedule "
@@ -228,8 +163,6 @@ class ParallelConfig(BaseModel):
         """The schedule (always set after validation)."""
         return self.schedule or Schedule.ONE_F_ONE_B
 
-
-ArrayLike = Any
 
 
 def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike) -> ArrayLike:

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.parallel import SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE
+from distcalc.parallel import Schedule
 from distcalc.schedules import PassTimes, execute, get_schedule
 
 ArrayLike = Any
@@ -50,8 +50,8 @@ def bubble_fraction(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike
     s = np.asarray(schedule)
     w = np.asarray(weight_fraction, dtype=float)
     base = (p - 1.0) / m
-    return np.where(s == SCHEDULE_INTERLEAVED, base / v,
-                    np.where(s == SCHEDULE_ZERO_BUBBLE, base * np.maximum(1.0 - 2.0 * w, 0.0), base))
+    return np.where(s == Schedule.INTERLEAVED.code, base / v,
+                    np.where(s == Schedule.ZERO_BUBBLE.code, base * np.maximum(1.0 - 2.0 * w, 0.0), base))
 
 
 def pipeline_time_s(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike, vpp: ArrayLike,
@@ -65,10 +65,10 @@ def pipeline_time_s(schedule: ArrayLike, pp: ArrayLike, micro_batches: ArrayLike
     shortened by W, ``(p − 1)·max(t_mean − 2·t_w, 0)``)."""
     s = np.asarray(schedule)
     p_minus_1 = np.asarray(pp, dtype=float) - 1.0
-    v = np.where(s == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
+    v = np.where(s == Schedule.INTERLEAVED.code, np.asarray(vpp, dtype=float), 1.0)
     mean = np.asarray(stage_mean_s)
     fill = p_minus_1 / v * mean
-    zero_bubble = s == SCHEDULE_ZERO_BUBBLE
+    zero_bubble = s == Schedule.ZERO_BUBBLE.code
     if np.any(zero_bubble):  # (skips work only; np.where picks `fill` elsewhere)
         fill = np.where(zero_bubble, p_minus_1 * np.maximum(mean - 2.0 * np.asarray(weight_s), 0.0), fill)
     return np.asarray(micro_batches, dtype=float) * np.asarray(stage_max_s) + fill
@@ -85,12 +85,12 @@ def in_flight_micro_batches(schedule: ArrayLike, pp: ArrayLike, micro_batches: A
     s_code = np.asarray(schedule)
     one_f_one_b = np.minimum(m, p - s)
     interleaved = np.minimum(m * v, 2.0 * (p - s - 1.0) + (v - 1.0) * p + 1.0) / v
-    return np.where(s_code == SCHEDULE_GPIPE, m, np.where(s_code == SCHEDULE_INTERLEAVED, interleaved, one_f_one_b))
+    return np.where(s_code == Schedule.GPIPE.code, m, np.where(s_code == Schedule.INTERLEAVED.code, interleaved, one_f_one_b))
 
 
 def p2p_transfers_per_micro_batch(schedule: ArrayLike, pp: ArrayLike, vpp: ArrayLike = 1) -> ArrayLike:
     """Send/Recv of one stage per micro-batch in EACH direction: v chunk boundaries (0 without pipeline)."""
-    v = np.where(np.asarray(schedule) == SCHEDULE_INTERLEAVED, np.asarray(vpp, dtype=float), 1.0)
+    v = np.where(np.asarray(schedule) == Schedule.INTERLEAVED.code, np.asarray(vpp, dtype=float), 1.0)
     return np.where(np.asarray(pp) > 1, v, 0.0)
 
 
@@ -137,7 +137,7 @@ def simulate_schedule(schedule: int, pp: int, micro_batches: int, vpp: int = 1, 
     DualPipe family), where W (``weight_s``) is a separate pass. ``p2p_s`` delays every dependency between
     two devices."""
     target = get_schedule(int(schedule))
-    plan = target.plan(int(pp), int(micro_batches), int(vpp) if schedule == SCHEDULE_INTERLEAVED else 1)
+    plan = target.plan(int(pp), int(micro_batches), int(vpp) if schedule == Schedule.INTERLEAVED.code else 1)
     device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
 
     def per_stage(x: Any) -> np.ndarray:

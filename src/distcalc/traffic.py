@@ -59,6 +59,7 @@ import numpy as np
 
 from distcalc.collective.types import CollectiveKind
 from distcalc.p2p import SEND_RECV
+from distcalc.parallel import Recompute
 
 ArrayLike = Any  # float | int | numpy.ndarray (elementwise formulas)
 
@@ -86,14 +87,6 @@ class Phase(str, enum.Enum):
     BACKWARD = "backward"
     RECOMPUTE = "recompute"
     STEP = "step"
-
-
-class RecomputeCode(enum.IntEnum):
-    """Integer codes for the recompute mode in batch arrays (``recompute`` field)."""
-
-    NONE = 0
-    SELECTIVE = 1
-    FULL = 2
 
 
 @dataclass(frozen=True)
@@ -149,14 +142,14 @@ def tp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayL
     with the weight-gradient GEMMs of the column-parallel layers. With SP: forward 2 × AllGather(M) +
     2 × ReduceScatter(M); backward 2 × AllGather(M) on the critical path (conjugate of the forward RS),
     2 × ReduceScatter(M) overlapped with wgrad, and 2 × AllGather(M) re-gathering the saved sharded input
-    for wgrad, overlapped with dgrad. ``M = b·(s/cp)·h·e``. Full recompute (``recompute == 2``) adds the
+    for wgrad, overlapped with dgrad. ``M = b·(s/cp)·h·e``. Full recompute (``recompute == Recompute.FULL.code``) adds the
     forward's collectives again (phase RECOMPUTE); selective adds none.
     """
     m = activation_bytes(micro_batch, np.divide(seq_len, cp), hidden, bytes_per_element)
     on = _present(tp)
     sp = np.where(np.asarray(sequence_parallel) != 0, 1.0, 0.0)
     no_sp = 1.0 - sp
-    full = np.where(np.asarray(recompute) == int(RecomputeCode.FULL), 1.0, 0.0)
+    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
     tp_ = Dim.TP
     return [
         Message(tp_, Comm.ALL_REDUCE, m, 2 * on * no_sp, Phase.FORWARD, note="g after out-proj and MLP"),
@@ -269,7 +262,7 @@ def cp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, kv_hidden: Arr
     steps = np.maximum(np.subtract(cp, 1), 0)
     q_block = np.divide(tokens * np.multiply(q_hidden, bytes_per_element), tp)
     kv_one = np.divide(tokens * np.multiply(kv_hidden, bytes_per_element), tp)
-    full = np.where(np.asarray(recompute) == int(RecomputeCode.FULL), 1.0, 0.0)
+    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
     return [
         Message(Dim.CP, Comm.SEND_RECV, kv_block, on * ring * steps, Phase.FORWARD, True, "ring K,V pass"),
         Message(Dim.CP, Comm.SEND_RECV, kv_block, on * ring * 2 * steps, Phase.BACKWARD, True,
@@ -297,7 +290,7 @@ def ep_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayL
     tokens = np.divide(np.multiply(micro_batch, seq_len), cp)
     tokens = np.where(sp > 0, np.divide(tokens, tp), tokens)
     m = tokens * np.multiply(np.multiply(top_k, capacity_factor), np.multiply(hidden, bytes_per_element))
-    full = np.where(np.asarray(recompute) == int(RecomputeCode.FULL), 1.0, 0.0)
+    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
     return [
         Message(Dim.EP, Comm.ALL_TO_ALL, m, 2 * on, Phase.FORWARD, note="dispatch + combine"),
         Message(Dim.EP, Comm.ALL_TO_ALL, m, 2 * on, Phase.BACKWARD, note="dispatch + combine grads"),

@@ -53,7 +53,7 @@ from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
-from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset, stage_layer_split
+from distcalc.parallel import Schedule, pipeline_slots_offset, stage_layer_split
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
 
@@ -255,7 +255,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     stage_max += p2p_exposed
     stage_mean = g(u["mean_base"])
     stage_mean += p2p_exposed
-    weight = g(u["weight"]) if (sch == SCHEDULE_ZERO_BUBBLE).any() else 0.0
+    weight = g(u["weight"]) if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
     pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
     executed = executed_mask(sch)

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from distcalc.parallel import SCHEDULE_ZB_H2
+from distcalc.parallel import Schedule
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
 def executed_mask(schedule: np.ndarray) -> np.ndarray:
     """Configurations whose schedule is executed rather than given by a closed form."""
-    return np.asarray(schedule) >= SCHEDULE_ZB_H2
+    return Schedule.executed(schedule)
 
 
 def _stage_times(S: int, c: float, t: dict[str, np.ndarray]) -> PassTimes:

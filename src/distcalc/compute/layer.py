@@ -64,6 +64,7 @@ import numpy as np
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.parallel import Recompute
 
 ArrayLike = Any
 
@@ -211,7 +212,8 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     backward = dgrad + wgrad + attn_bwd + bwd_el
     r = np.asarray(recompute)
     flash = np.asarray(flash_attention) != 0
-    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, 0.0))
+    recompute_s = np.where(r == Recompute.FULL.code, forward,
+                           np.where((r == Recompute.SELECTIVE.code) & ~flash, attn_fwd, 0.0))
     return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
                       forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
                       backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)

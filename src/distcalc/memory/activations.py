@@ -39,14 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.memory.dims import ModelDims
-from distcalc.parallel import (
-    RECOMPUTE_FULL,
-    RECOMPUTE_SELECTIVE,
-    SCHEDULE_GPIPE,
-    SCHEDULE_INTERLEAVED,
-    SCHEDULE_ZB_H2,
-    SCHEDULE_ZERO_BUBBLE,
-)
+from distcalc.parallel import Recompute, Schedule
 from distcalc.schedules import peak_in_flight_counts
 
 FP32_BYTES = 4.0
@@ -89,7 +82,8 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     selective = full_layer - np.where(flash, 0.0, scores) / t
     checkpoint = ACT_BYTES * tokens * h / t_rep
     code = np.asarray(recompute)
-    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective, full_layer))
+    stored = np.where(code == Recompute.FULL.code, checkpoint,
+                      np.where(code == Recompute.SELECTIVE.code, selective, full_layer))
     return stored, full_layer - stored
 
 
@@ -135,10 +129,10 @@ def in_flight_micro_batches(schedule, pp, stage, vpp, num_micro_batches):
     p, i, v, m = (np.asarray(x, dtype=float) for x in (pp, stage, vpp, num_micro_batches))
     one_f_one_b = np.minimum(p - i, m)
     interleaved = np.minimum(2 * (p - i - 1) + (v - 1) * p + 1, m * v)
-    closed = np.where(code == SCHEDULE_GPIPE, m * v,
-                      np.where(code == SCHEDULE_INTERLEAVED, interleaved,
-                               np.where(code == SCHEDULE_ZERO_BUBBLE, np.minimum(p, m), one_f_one_b)))
-    executed = code >= SCHEDULE_ZB_H2
+    closed = np.where(code == Schedule.GPIPE.code, m * v,
+                      np.where(code == Schedule.INTERLEAVED.code, interleaved,
+                               np.where(code == Schedule.ZERO_BUBBLE.code, np.minimum(p, m), one_f_one_b)))
+    executed = Schedule.executed(code)
     if not np.any(executed):
         return closed
     return np.where(executed, executed_in_flight(code, pp, stage, num_micro_batches), closed)
@@ -148,7 +142,7 @@ def executed_in_flight(schedule, pp, stage, num_micro_batches) -> np.ndarray:
     """Peak in-flight stage units of each (schedule, pp, stage, m) whose schedule code is executed (0 elsewhere)."""
     code, p, s, m = (np.asarray(x).astype(np.int64) for x in np.broadcast_arrays(schedule, pp, stage, num_micro_batches))
     out = np.zeros(code.shape)
-    mask = code >= SCHEDULE_ZB_H2
+    mask = Schedule.executed(code)
     keys = np.stack([code[mask], p[mask], m[mask]], axis=1)
     index = np.flatnonzero(mask)
     for key in np.unique(keys, axis=0):
@@ -161,4 +155,4 @@ def executed_in_flight(schedule, pp, stage, num_micro_batches) -> np.ndarray:
 def output_in_flight(schedule, num_micro_batches):
     """Micro-batches whose logits the last stage holds: all m under GPipe (all forwards before any backward),
     else 1 (the last stage runs each micro-batch's backward right after its forward)."""
-    return np.where(np.asarray(schedule) == SCHEDULE_GPIPE, np.asarray(num_micro_batches, dtype=float), 1.0)
+    return np.where(np.asarray(schedule) == Schedule.GPIPE.code, np.asarray(num_micro_batches, dtype=float), 1.0)

@@ -34,7 +34,7 @@ from distcalc.memory.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
 from distcalc.parallel import (
-    SCHEDULE_DUALPIPE, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
+    Schedule, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
 )
 from distcalc.schedules import PARAMETER_COPIES
 
@@ -171,7 +171,7 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     code = np.asarray(t["schedule"])
     # where the embedding and the loss sit: V-shaped schedules (ZB-V, DualPipeV) hold both on device 0,
     # DualPipe (both directions) on device 0 and device pp−1 (DeepSeek-V3 report §3.2.1)
-    v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == SCHEDULE_DUALPIPE
+    v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == Schedule.DUALPIPE.code
     ends = (stage_f == 0) | (stage_f == pp_f - 1)
     first = np.where(dual, ends, stage_f == 0)
     last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))

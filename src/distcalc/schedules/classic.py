@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import SCHEDULE_1F1B, SCHEDULE_GPIPE, SCHEDULE_INTERLEAVED
+from distcalc.parallel import Schedule
 from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, BW = PassKind.F, PassKind.BW
@@ -27,7 +27,7 @@ def one(kind: PassKind, micro_batch: int, stage: int, chunk: int = 0) -> Op:
 class GPipe(PipelineSchedule):
     """All forwards, then all backwards (activations of all m micro-batches held)."""
 
-    name, code = "gpipe", SCHEDULE_GPIPE
+    name, code = Schedule.GPIPE.value, Schedule.GPIPE.code
     description = "GPipe: all forwards, then all backwards"
     reference = "Huang et al. 2019, GPipe"
 
@@ -52,7 +52,7 @@ def one_f_one_b_order(devices: int, stage: int, micro_batches: int) -> tuple[Op,
 class OneFOneB(PipelineSchedule):
     """PipeDream-Flush 1F1B."""
 
-    name, code = "1f1b", SCHEDULE_1F1B
+    name, code = Schedule.ONE_F_ONE_B.value, Schedule.ONE_F_ONE_B.code
     description = "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"
     reference = "Narayanan et al. 2021 §2.2.1"
 
@@ -69,7 +69,7 @@ class OneFOneB(PipelineSchedule):
 class Interleaved(PipelineSchedule):
     """Megatron-LM interleaved 1F1B over v chunks per device (virtual stage j on device j mod p)."""
 
-    name, code = "interleaved", SCHEDULE_INTERLEAVED
+    name, code = Schedule.INTERLEAVED.value, Schedule.INTERLEAVED.code
     description = "interleaved 1F1B: v model chunks per device"
     reference = "Narayanan et al. 2021 §2.2.2"
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from distcalc.parallel import SCHEDULE_DUALPIPE
+from distcalc.parallel import Schedule
 from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, B, W, BW = PassKind.F, PassKind.B, PassKind.W, PassKind.BW
@@ -88,7 +88,7 @@ def dual_order(h: int, half: int, per_direction: int, middle: bool,
 class DualPipe(PipelineSchedule):
     """DualPipe on PP devices: two directions, overlapped F&B pairs, 2× parameters."""
 
-    name, code = "dualpipe", SCHEDULE_DUALPIPE
+    name, code = Schedule.DUALPIPE.value, Schedule.DUALPIPE.code
     description = "DualPipe: bidirectional, overlapped forward/backward pairs; 2x parameters"
     reference = "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe"
     split_backward = True

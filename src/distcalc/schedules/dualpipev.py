@@ -11,7 +11,7 @@ PP + 1 chunks = p + 1/2 stage units.
 
 from __future__ import annotations
 
-from distcalc.parallel import SCHEDULE_DUALPIPEV
+from distcalc.parallel import Schedule
 from distcalc.schedules.base import Op, PipelineSchedule
 from distcalc.schedules.dualpipe import DualPipe, dual_order
 
@@ -19,7 +19,7 @@ from distcalc.schedules.dualpipe import DualPipe, dual_order
 class DualPipeV(PipelineSchedule):
     """DualPipeV: V-shaped two chunks per device with DualPipe's overlapped F&B pairs."""
 
-    name, code = "dualpipev", SCHEDULE_DUALPIPEV
+    name, code = Schedule.DUALPIPEV.value, Schedule.DUALPIPEV.code
     description = "DualPipeV: V-shaped cut-in-half DualPipe, overlapped forward/backward pairs"
     reference = "deepseek-ai/DualPipe README (DualPipeV)"
     split_backward = True

@@ -22,7 +22,7 @@ Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_
 
 from __future__ import annotations
 
-from distcalc.parallel import SCHEDULE_ZB_H1, SCHEDULE_ZB_H2, SCHEDULE_ZERO_BUBBLE
+from distcalc.parallel import Schedule
 from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 
@@ -52,7 +52,7 @@ def zero_bubble_order(stage: int, micro_batches: int, warm_up: int, w_delay: int
 class ZeroBubbleH1(PipelineSchedule):
     """ZB-H1: 1F1B's memory, a third of its bubble (``zb-h1``: analyze executes the plan)."""
 
-    name, code = "zb-h1", SCHEDULE_ZB_H1
+    name, code = Schedule.ZB_H1.value, Schedule.ZB_H1.code
     description = "ZB-H1: B/W split, W deferred to fill the drain; 1F1B memory"
     reference = "Qi et al. 2024 §2.1, Table 2"
     split_backward = True
@@ -72,13 +72,13 @@ class ZeroBubbleClosedForm(ZeroBubbleH1):
     (:func:`distcalc.pipeline.pipeline_time_s`; ``min(p, m)`` in flight on every stage), as distcalc did
     before the schedules were executed."""
 
-    name, code = "zero-bubble", SCHEDULE_ZERO_BUBBLE
+    name, code = Schedule.ZERO_BUBBLE.value, Schedule.ZERO_BUBBLE.code
 
 
 class ZeroBubbleH2(PipelineSchedule):
     """ZB-H2 (the paper's ZB-2p family): extra warm-up forwards fill the start, W's fill the end."""
 
-    name, code = "zb-h2", SCHEDULE_ZB_H2
+    name, code = Schedule.ZB_H2.value, Schedule.ZB_H2.code
     description = "ZB-H2 / ZB-2p: 2p-1 warm-up forwards, zero bubble with post-validation; 2p-1 memory"
     reference = "Qi et al. 2024 §2.2, §4, Table 2"
     split_backward = True

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from distcalc.parallel import Recompute
+
 #: Relative tolerance under which two step times (or two memory sizes) are the same result.
 EQUIVALENT_RTOL = 1e-6
 #: A front point is shown when its step time is at most this factor of the fastest one (half its throughput).
 USEFUL_SLOWDOWN = 2.0
 
-_RECOMPUTE_ORDER = {"none": 0, "selective": 1, "full": 2}
-
 
 def simplicity(row: dict[str, Any]) -> tuple:
     """Sort key: fewer features first (no recomputation, lower ZeRO, no CP/EP, no interleaving, larger DP, no
     embedding/loss split, smaller micro-batch)."""
-    return (_RECOMPUTE_ORDER.get(str(row["recompute"]), 3), row["zero"], row["cp"], row["ep"], row["vpp"],
+    return (Recompute(str(row["recompute"])).code, row["zero"], row["cp"], row["ep"], row["vpp"],
             row["tp"], row["pp"], int(bool(row["sequence_parallel"])),
             int(bool(row.get("account_for_embedding_and_loss"))), row["micro_batch"])
 

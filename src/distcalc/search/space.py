@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from distcalc.parallel import Recompute, Schedule
+
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
@@ -53,19 +55,16 @@ COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recomput
            "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
 # Not searched and not columns of the results: the uneven ends (SpaceChoices.first/last_stage_layers) are one
 # value per search; the configuration arrays carry them (0 where pp = 1) for the memory and step-time models.
-RECOMPUTE_CHOICES = ("none", "selective", "full")
-SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev",
-                    "zb-h1")
+RECOMPUTE_CHOICES = Recompute.names_by_code()  # column value v means RECOMPUTE_CHOICES[v]
+SCHEDULE_CHOICES = Schedule.names_by_code()
 #: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
 #: per (schedule, pp, micro-batches) and DualPipe doubles the parameters).
-DEFAULT_SCHEDULES = SCHEDULE_CHOICES[:4]
+DEFAULT_SCHEDULES = tuple(name for name in SCHEDULE_CHOICES if not Schedule.executed(Schedule(name).code))
 #: Other spellings accepted by ``--schedule``.
 SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
 ZERO_CHOICES = (0, 1, 2, 3)
-_INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
-_ONE_F_ONE_B = SCHEDULE_CHOICES.index("1f1b")
-_ZERO_BUBBLE = SCHEDULE_CHOICES.index("zero-bubble")
-_DUALPIPE, _DUALPIPEV, _ZB_V = (SCHEDULE_CHOICES.index(n) for n in ("dualpipe", "dualpipev", "zb-v"))
+_INTERLEAVED, _ONE_F_ONE_B, _ZERO_BUBBLE = Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code, Schedule.ZERO_BUBBLE.code
+_DUALPIPE, _DUALPIPEV, _ZB_V = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code, Schedule.ZB_V.code
 INDEX_DTYPE = np.int64
 
 ConfigArrays = dict[str, np.ndarray]
@@ -247,8 +246,8 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
         vpp_values = np.union1d(vpp_values, divisors(limits.num_layers + 2))
     mb_values = divisors(limits.global_batch)
     zero_values = np.array(sorted(set(choices.zero)), dtype=INDEX_DTYPE)
-    recompute_values = np.array([RECOMPUTE_CHOICES.index(r) for r in choices.recompute], dtype=INDEX_DTYPE)
-    schedule_values = np.array([SCHEDULE_CHOICES.index(s) for s in choices.schedule], dtype=INDEX_DTYPE)
+    recompute_values = np.array([Recompute(r).code for r in choices.recompute], dtype=INDEX_DTYPE)
+    schedule_values = np.array([Schedule(s).code for s in choices.schedule], dtype=INDEX_DTYPE)
     sp_values = np.array(sorted({int(bool(s)) for s in choices.sequence_parallel}), dtype=INDEX_DTYPE)
     rejections = Rejections()
 
@@ -292,7 +291,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     if choices.uneven:
         f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages need vpp = 1", vpp > 1)
         f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages: gpipe, 1f1b or zero-bubble",
-                 (pp > 1) & (schedule >= len(DEFAULT_SCHEDULES)))
+                 (pp > 1) & Schedule.executed(schedule))
     else:
         f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
     f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
