@@ -12,6 +12,7 @@ from distcalc.memory import (
 from distcalc.memory.dims import model_dims
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, validate_for_model
+from distcalc.parallel_batch import configs_batch
 
 GPT3 = load_model("gpt3-175b")  # dropout 0.1, no gated MLP: Korthikanti's model
 
@@ -146,12 +147,8 @@ def test_batch_equals_report(name, kwargs):
     """memory_batch on one configuration reproduces memory_report's worst stage line by line."""
     config = ParallelConfig(**kwargs)
     report = memory_report(name, config)
-    batch = memory_batch(load_model(name), tp=[config.tp], pp=[config.pp], dp=[config.data_parallel],
-                         cp=[config.cp], ep=[config.ep], vpp=[config.vpp], zero=[config.zero_stage],
-                         sequence_parallel=[config.sequence_parallel], recompute=[config.recompute.code],
-                         micro_batch=[config.micro_batch], num_micro_batches=[config.num_micro_batches],
-                         seq_len=[config.seq_len], schedule=[config.resolved_schedule.code],
-                         flash=[config.flash_attention], weight_cache_bytes=[config.dtype.weight_cache_bytes_per_parameter])
+    batch = memory_batch(load_model(name), **configs_batch([config]),
+                         weight_cache_bytes=[config.dtype.weight_cache_bytes_per_parameter])
     assert int(batch["worst_stage"][0]) == report.worst_stage
     for key, value in report.worst.model_dump().items():
         if key != "stage":
@@ -182,14 +179,7 @@ def test_batch_equals_report_on_random_sample():
                 continue
             configs.append(config)
             rows.append(memory_report(spec, config).total_bytes)
-        arrays = dict(tp=[c.tp for c in configs], pp=[c.pp for c in configs], dp=[c.data_parallel for c in configs],
-                      cp=[c.cp for c in configs], ep=[c.ep for c in configs], vpp=[c.vpp for c in configs],
-                      zero=[c.zero_stage for c in configs], sequence_parallel=[c.sequence_parallel for c in configs],
-                      recompute=[c.recompute.code for c in configs], micro_batch=[c.micro_batch for c in configs],
-                      num_micro_batches=[c.num_micro_batches for c in configs], seq_len=[c.seq_len for c in configs],
-                      schedule=[c.resolved_schedule.code for c in configs],
-                      flash=[c.flash_attention for c in configs])
-        np.testing.assert_allclose(memory_batch(spec, **arrays)["total_bytes"], rows, rtol=1e-12)
+        np.testing.assert_allclose(memory_batch(spec, **configs_batch(configs))["total_bytes"], rows, rtol=1e-12)
 
 
 def test_options_lines_are_explicit():

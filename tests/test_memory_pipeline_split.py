@@ -15,6 +15,7 @@ from distcalc.memory.dims import model_dims
 from distcalc.memory.stage import stage_moe_layers
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, chunk_layer_range, validate_for_model
+from distcalc.parallel_batch import configs_batch
 
 runner = CliRunner()
 LLAMA_405B = dict(gpus=16384, tp=8, pp=16, global_batch=2048, seq_len=8192, sequence_parallel=True)
@@ -22,16 +23,7 @@ LLAMA_405B = dict(gpus=16384, tp=8, pp=16, global_batch=2048, seq_len=8192, sequ
 
 def batch_args(configs: list[ParallelConfig]) -> dict[str, list]:
     """memory_batch keywords for a list of configurations (one row each)."""
-    return dict(
-        tp=[c.tp for c in configs], pp=[c.pp for c in configs], dp=[c.data_parallel for c in configs],
-        cp=[c.cp for c in configs], ep=[c.ep for c in configs], vpp=[c.vpp for c in configs],
-        zero=[c.zero_stage for c in configs], sequence_parallel=[c.sequence_parallel for c in configs],
-        recompute=[c.recompute.code for c in configs], micro_batch=[c.micro_batch for c in configs],
-        num_micro_batches=[c.num_micro_batches for c in configs], seq_len=[c.seq_len for c in configs],
-        schedule=[c.resolved_schedule.code for c in configs], flash=[c.flash_attention for c in configs],
-        weight_cache_bytes=[c.dtype.weight_cache_bytes_per_parameter for c in configs],
-        account_for_embedding_and_loss=[c.account_for_embedding_and_loss for c in configs],
-    )
+    return dict(configs_batch(configs), weight_cache_bytes=[c.dtype.weight_cache_bytes_per_parameter for c in configs])
 
 
 def test_llama3_405b_pp16_stage_layers():

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distcalc.parallel import Recompute, Schedule
 from distcalc.schedules import BY_CODE, SCHEDULES
@@ -39,3 +41,38 @@ def test_executed_schedules_are_the_ones_without_a_closed_form():
     assert set(DEFAULT_SCHEDULES) == {m.value for m in Schedule} - executed
     mask = Schedule.executed(np.array([m.code for m in Schedule]))
     assert mask.tolist() == [m.value in executed for m in Schedule]
+
+
+def test_batch_fields_are_the_config_fields():
+    from distcalc.parallel import ParallelConfig
+    from distcalc.parallel_batch import BATCH_FIELDS, NOT_BATCH_FIELDS
+
+    assert list(BATCH_FIELDS) == [f for f in ParallelConfig.model_fields if f not in NOT_BATCH_FIELDS]
+    assert BATCH_FIELDS["seq_len"] == ParallelConfig.model_fields["seq_len"].default
+
+
+@settings(max_examples=60, deadline=None)
+@given(tp=st.sampled_from([1, 2, 8]), pp=st.sampled_from([1, 2, 4]), dp=st.sampled_from([1, 3, 4]),
+       vpp=st.sampled_from([1, 2]), micro_batch=st.sampled_from([1, 2]), recompute=st.sampled_from(list(Recompute)),
+       sequence_parallel=st.booleans(), distributed_optimizer=st.booleans())
+def test_batch_defaults_resolve_like_the_config(tp, pp, dp, vpp, micro_batch, recompute, sequence_parallel,
+                                                distributed_optimizer):
+    """The batch form fills the same defaults as ParallelConfig (global batch, schedule, seq_len, ...)."""
+    from distcalc.parallel import ParallelConfig
+    from distcalc.parallel_batch import config_batch, normalise_batch
+
+    vpp = vpp if pp > 1 else 1
+    given_fields = dict(tp=tp, pp=pp, dp=dp, vpp=vpp, micro_batch=micro_batch, recompute=recompute.code,
+                        sequence_parallel=int(sequence_parallel), zero=int(distributed_optimizer))
+    config = ParallelConfig(tp=tp, pp=pp, dp=dp, vpp=vpp, micro_batch=micro_batch, recompute=recompute,
+                            sequence_parallel=sequence_parallel, distributed_optimizer=distributed_optimizer)
+    assert {k: int(v) for k, v in normalise_batch(given_fields).items()} == config_batch(config)
+
+
+def test_search_columns_are_the_searched_batch_fields():
+    from distcalc.parallel_batch import BATCH_FIELDS
+    from distcalc.search.space import COLUMNS, JOB_FIELDS, ZERO_CHOICES
+
+    assert sorted(COLUMNS) == sorted(set(BATCH_FIELDS) - set(JOB_FIELDS))
+    assert set(JOB_FIELDS) <= set(BATCH_FIELDS)
+    assert ZERO_CHOICES == (0, 1, 2, 3)

@@ -97,4 +97,9 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     return None
 
 
-__all__ = ["CodedEnum", "Recompute", "Schedule", "V_SHAPED_SCHEDULES", "schedule_shape_problem"]
+def default_schedule_code(vpp: ArrayLike) -> ArrayLike:
+    """The schedule when none is given: interleaved where vpp > 1, else 1F1B (codes; elementwise)."""
+    return np.where(np.asarray(vpp) > 1, Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code)
+
+
+__all__ = ["CodedEnum", "Recompute", "Schedule", "V_SHAPED_SCHEDULES", "default_schedule_code", "schedule_shape_problem"]

@@ -6,7 +6,8 @@ number of interleaved model chunks per pipeline stage (Narayanan et al. 2021 §2
 name every factor, torchtitan style: ``tp(8) * pp(4) * cp(1) * dp(3) = 96 != gpus(64)``.
 
 The enums (:mod:`distcalc.modes`, re-exported here) carry integer ``code``s declared with each member, so
-that the vectorised formulas (memory, pipeline, step time, search) can take NumPy arrays of configurations.
+that the vectorised formulas (memory, pipeline, step time, search) can take NumPy arrays of configurations;
+:mod:`distcalc.parallel_batch` derives that array form from :class:`ParallelConfig`'s fields.
 """
 
 from __future__ import annotations
@@ -17,13 +18,23 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import ConfigError
-from distcalc.modes import CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES, schedule_shape_problem
+from distcalc.modes import (CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES, default_schedule_code,
+                             schedule_shape_problem)
+from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
+                                     uneven_fits)
 from distcalc.precision import Precision
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
 ArrayLike = Any  # int | numpy.ndarray (elementwise formulas)
+
+
+def default_global_batch(micro_batch: ArrayLike, dp: ArrayLike, pp: ArrayLike) -> ArrayLike:
+    """Sequences per step when none is given: ``micro_batch·dp·m`` with m = 2·pp micro-batches per DP rank
+    (1 without pipelining) — the fewest that keep every 1F1B and interleaved stage at its peak memory.
+    Elementwise on arrays."""
+    return np.multiply(np.multiply(micro_batch, dp), np.where(np.asarray(pp) > 1, np.multiply(2, pp), 1))
 
 
 def require_positive(**degrees: Any) -> None:
@@ -96,22 +107,21 @@ class ParallelConfig(BaseModel):
             raise ConfigError(
                 f"tp({tp}) * pp({pp}) * cp({cp}) * dp({dp}) = {model_parallel * dp} != gpus({data['gpus']})"
             )
-        vpp = int(data.get("vpp", 1))
         if "schedule" not in data:
-            data["schedule"] = Schedule.INTERLEAVED if vpp > 1 else Schedule.ONE_F_ONE_B
+            data["schedule"] = Schedule.from_code(default_schedule_code(int(data.get("vpp", 1))))
         if "global_batch" not in data:
-            data["global_batch"] = int(data.get("micro_batch", 1)) * dp * (2 * pp if pp > 1 else 1)
+            data["global_batch"] = int(default_global_batch(int(data.get("micro_batch", 1)), dp, pp))
         return data
 
     def _check(self) -> None:
         dp = self.data_parallel
         per_step = self.micro_batch * dp
-        if self.global_batch % per_step:
+        if not divides(self.global_batch, per_step):
             raise ConfigError(
                 f"global_batch({self.global_batch}) is not divisible by micro_batch({self.micro_batch}) * "
                 f"dp({dp}) = {per_step}"
             )
-        if (dp * self.cp) % self.ep:
+        if not divides(dp * self.cp, self.ep):
             raise ConfigError(
                 f"ep({self.ep}) must divide dp({dp}) * cp({self.cp}) = {dp * self.cp} "
                 "(experts are sharded over the data-parallel ranks)"
@@ -242,20 +252,15 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
     Checks: heads, KV heads, hidden and MLP widths divisible by tp (Megatron-core ``divide``); layers by
     pp·vpp; routed experts by ep (and ep = 1 for dense models); seq_len by 2·cp (load-balanced CP chunks,
     Megatron ``get_batch_on_this_cp_rank``), within a learned position table, and, with sequence
-    parallelism, the local sequence by tp.
+    parallelism, the local sequence by tp — the predicates of :mod:`distcalc.parallel_rules`, which the
+    search applies to its columns.
     """
     tp, name = config.tp, spec.name
-    checks = [
-        ("num_attention_heads", spec.num_attention_heads, tp, "tp"),
-        ("num_key_value_heads", spec.kv_heads, tp, "tp"),
-        ("hidden_size", spec.hidden_size, tp, "tp"),
-        ("intermediate_size", spec.intermediate_size, tp, "tp"),
-    ]
+    checks = [(field, value, tp, "tp") for field, value in tp_sharded_widths(spec)]
     if spec.is_moe:
-        checks.append(("moe_intermediate_size", spec.expert_intermediate_size, tp, "tp"))
         checks.append(("num_local_experts", spec.num_local_experts, config.ep, "ep"))
     for field, value, degree, degree_name in checks:
-        if value % degree:
+        if not divides(value, degree):
             raise ConfigError(
                 f"model {name!r}: {field}({value}) is not divisible by {degree_name}({degree}); "
                 f"valid {degree_name}: {_divisors(value)}"
@@ -267,20 +272,20 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
     if first or last:
         given = (1 if first else 0) + (1 if last else 0)
         rest, others = spec.num_hidden_layers - first - last, config.pp - given
-        if rest < 0 or (others == 0 and rest != 0) or (others > 0 and (rest % others or rest // others < 1)):
+        if not uneven_fits(spec.num_hidden_layers, config.pp, first, last):
             raise ConfigError(
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) - first({first}) - last({last}) = "
                 f"{rest} layers do not split evenly over the other {others} of pp({config.pp}) stages "
                 "(at least one layer each)")
     elif config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
-        if slots % stages or slots // config.pp < 2:
+        if not layers_fit(spec.num_hidden_layers, config.pp, stages, True):
             raise ConfigError(
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) + 2 (embedding and loss slots) = "
                 f"{slots} is not divisible by {chunks} = {stages} (with at least 2 slots "
                 f"per stage); valid pp·vpp: {_divisors(slots)}"
             )
-    elif spec.num_hidden_layers % stages:
+    elif not layers_fit(spec.num_hidden_layers, config.pp, stages, False):
         hint = (f"; or --account-for-embedding-and-loss with pp·vpp dividing {spec.num_hidden_layers + 2}, or "
                 "uneven ends with --first-stage-layers/--last-stage-layers" if config.pp > 1 else "")
         raise ConfigError(
@@ -289,7 +294,7 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
         )
     if config.ep > 1 and not spec.is_moe:
         raise ConfigError(f"model {name!r} is dense: ep({config.ep}) must be 1")
-    if config.cp > 1 and config.seq_len % (2 * config.cp):
+    if not cp_splits_sequence(config.seq_len, config.cp):
         raise ConfigError(
             f"seq_len({config.seq_len}) is not divisible by 2 * cp({config.cp}) = {2 * config.cp} "
             "(context parallelism splits the sequence into 2·cp load-balanced chunks)"
@@ -300,7 +305,7 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
             f"max_position_embeddings({spec.max_position_embeddings})"
         )
     local = config.seq_len // config.cp
-    if config.sequence_parallel and tp > 1 and local % tp:
+    if config.sequence_parallel and not sp_splits_sequence(config.seq_len, config.cp, tp):
         raise ConfigError(
             f"seq_len({config.seq_len}) / cp({config.cp}) = {local} is not divisible by tp({tp}) "
             "(sequence parallelism splits the sequence across the TP group)"

@@ -54,29 +54,9 @@ from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import Schedule, pipeline_slots_offset, stage_layer_split
+from distcalc.parallel_batch import BATCH_FIELDS, normalise_batch
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
 from distcalc.traffic import Dim, Phase, dp_gradient_messages
-
-#: Batch fields (NumPy arrays or scalars, broadcast together) and their defaults.
-BATCH_FIELDS: dict[str, Any] = {
-    "tp": 1, "pp": 1, "dp": 1, "cp": 1, "ep": 1, "vpp": 1, "micro_batch": 1, "global_batch": None,
-    "zero": 0, "recompute": 0, "sequence_parallel": 0, "schedule": 1, "flash_attention": 1, "seq_len": 2048,
-    "account_for_embedding_and_loss": 0, "first_stage_layers": 0, "last_stage_layers": 0,
-}
-
-
-def normalise_batch(batch: dict[str, Any]) -> dict[str, np.ndarray]:
-    """Broadcast the batch fields to one shape (int64 arrays, read-only views where no copy is needed);
-    ``global_batch`` defaults to ``micro_batch·dp`` (one micro-batch per replica)."""
-    unknown = set(batch) - set(BATCH_FIELDS)
-    if unknown:
-        raise KeyError(f"unknown batch fields {sorted(unknown)}; valid: {', '.join(BATCH_FIELDS)}")
-    values = {k: batch.get(k, default) for k, default in BATCH_FIELDS.items()}
-    if values["global_batch"] is None:
-        values["global_batch"] = np.multiply(values["micro_batch"], values["dp"])
-    arrays = np.broadcast_arrays(*[np.asarray(v, dtype=np.int64) for v in values.values()])
-    return dict(zip(values, arrays))
-
 
 #: Fields the per-configuration terms of :func:`union_terms` depend on (every block key; the derived
 #: ``gpus`` = tp·pp·dp·cp and ``pp_on`` = pp > 1 follow from them).

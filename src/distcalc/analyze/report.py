@@ -20,6 +20,7 @@ from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
 from distcalc.model import ModelSpec, load_model
 from distcalc.parallel import ParallelConfig, Precision, validate_for_model
+from distcalc.parallel_batch import config_batch, normalise_batch
 from distcalc.traffic import Comm, Dim
 
 BREAKDOWN_KEYS = ("compute_s", "recompute_s", "tp_exposed_s", "cp_exposed_s", "ep_exposed_s", "pp_p2p_s",
@@ -76,12 +77,10 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
                    memory: bool = True, *, calibration: Calibration | str | Path | None = None) -> dict[str, np.ndarray]:
     """Step time, MFU, HFU, tokens/s, memory and the time breakdown of many configurations at once.
 
-    ``batch`` maps field names to NumPy integer arrays (or scalars), broadcast together:
-    ``tp, pp, dp, cp, ep, vpp, micro_batch, global_batch`` (sequences per step; default micro_batch·dp),
-    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full), ``sequence_parallel`` (0/1),
-    ``schedule`` (0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble), ``flash_attention`` (0/1, default 1),
-    ``seq_len`` (default 2048), ``account_for_embedding_and_loss`` (0/1: the embedding and the loss take a
-    layer slot each in the pipeline split). Configurations are assumed valid (``distcalc.parallel`` checks them).
+    ``batch`` maps the batch fields (:data:`distcalc.parallel_batch.BATCH_FIELDS`: the fields of
+    :class:`~distcalc.parallel.ParallelConfig` with its names and defaults; ``zero`` the effective ZeRO stage,
+    ``recompute``/``schedule`` their integer codes, flags 0/1) to NumPy integer arrays (or scalars),
+    broadcast together. Configurations are assumed valid (``distcalc.parallel`` checks them).
     Returns arrays: ``step_time_s, mfu, hfu, tokens_per_s, memory_bytes`` (worst stage, if ``memory``),
     the breakdown keys of :data:`BREAKDOWN_KEYS` and ``tp_on_link_s, dp_on_link_s, micro_batches, gpus``.
     ``calibration`` (a :class:`~distcalc.calibration.Calibration` or a file from ``distcalc calibrate``)
@@ -96,29 +95,12 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
 
 
 def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOptions | None, dtype: str) -> np.ndarray:
-    from distcalc.analyze.core import normalise_batch
     from distcalc.memory import memory_worst_stage_bytes_batch
 
     c = normalise_batch(batch)
     zero = np.maximum(c["zero"], 1 if (options and options.distributed_optimizer) else 0)
-    return memory_worst_stage_bytes_batch(
-        spec, tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=zero,
-        sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
-        global_batch=c["global_batch"], seq_len=c["seq_len"], schedule=c["schedule"],
-        flash=c["flash_attention"] != 0, weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter,
-        account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0,
-        first_stage_layers=c["first_stage_layers"], last_stage_layers=c["last_stage_layers"])
-
-
-def config_batch(config: ParallelConfig) -> dict[str, Any]:
-    """The batch fields of one :class:`ParallelConfig`."""
-    return {"tp": config.tp, "pp": config.pp, "dp": config.data_parallel, "cp": config.cp, "ep": config.ep,
-            "vpp": config.vpp, "micro_batch": config.micro_batch, "global_batch": config.global_batch,
-            "zero": config.zero_stage, "recompute": config.recompute.code,
-            "sequence_parallel": int(config.sequence_parallel), "schedule": config.resolved_schedule.code,
-            "flash_attention": int(config.flash_attention), "seq_len": config.seq_len,
-            "account_for_embedding_and_loss": int(config.account_for_embedding_and_loss),
-            "first_stage_layers": config.first_stage_layers or 0, "last_stage_layers": config.last_stage_layers or 0}
+    return memory_worst_stage_bytes_batch(spec, **{**c, "zero": zero},
+                                          weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter)
 
 
 @dataclass

@@ -28,37 +28,31 @@ from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_layer_terms, s
 from distcalc.memory.states import bytes_per_parameter
 from distcalc.model import ModelSpec
 from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_count
+from distcalc.parallel_batch import normalise_batch
 
 
-def formula_inputs(*, tp, pp, dp, cp=1, ep=1, vpp=1, zero=0, sequence_parallel=False, recompute=0,
-                   micro_batch=1, num_micro_batches=None, global_batch=None, seq_len=4096, schedule=1,
-                   flash=True, weight_cache_bytes=0.0, account_for_embedding_and_loss=False,
-                   options: MemoryOptions | None = None, first_stage_layers=0,
-                   last_stage_layers=0) -> dict[str, object]:
-    """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from plain numbers or arrays.
-
-    ``recompute`` and ``schedule`` are the integer codes of :class:`~distcalc.parallel.Recompute` /
-    :class:`~distcalc.parallel.Schedule`; ``zero`` the effective ZeRO stage (distributed optimizer = 1);
-    give ``num_micro_batches`` or ``global_batch`` (m = global_batch / (micro_batch·dp)); ``weight_cache_bytes``
-    (bytes per parameter, scalar or array) adds the quantised weight copies of a low-precision recipe
-    (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes;
-    ``account_for_embedding_and_loss`` (bool or 0/1 array) gives the
-    embedding and the loss a layer slot each in the pipeline split (module docstring);
-    ``first_stage_layers``/``last_stage_layers`` (0: not given) are uneven ends
-    (:func:`distcalc.parallel.stage_layer_split`)."""
+def formula_inputs(*, options: MemoryOptions | None = None, weight_cache_bytes=0.0, **batch) -> dict[str, object]:
+    """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from the batch fields (plain numbers
+    or arrays): the names, encodings and defaults of :data:`distcalc.parallel_batch.BATCH_FIELDS` — the
+    fields of :class:`~distcalc.parallel.ParallelConfig`, ``recompute``/``schedule`` as integer codes,
+    ``zero`` the effective ZeRO stage (distributed optimizer = 1), ``account_for_embedding_and_loss`` the
+    embedding and the loss taking a layer slot each in the pipeline split (module docstring),
+    ``first_stage_layers``/``last_stage_layers`` uneven ends, 0 when not given
+    (:func:`distcalc.parallel.stage_layer_split`). ``weight_cache_bytes`` (bytes per parameter, scalar or
+    array) adds the quantised weight copies of a low-precision recipe
+    (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes."""
     options = options or MemoryOptions()
-    if num_micro_batches is None:
-        if global_batch is None:
-            raise ValueError("give num_micro_batches or global_batch")
-        num_micro_batches = np.asarray(global_batch) // (np.asarray(micro_batch) * np.asarray(dp))
+    c = normalise_batch(batch)
     per_param = bytes_per_parameter(options.recipe, Precision.BF16)
     return dict(
-        tp=tp, pp=pp, dp=dp, cp=cp, ep=ep, vpp=vpp, zero=zero, sequence_parallel=sequence_parallel,
-        recompute=recompute, micro_batch=micro_batch, num_micro_batches=num_micro_batches, seq_len=seq_len,
-        schedule=schedule, flash=flash, weight_bytes=per_param["weights"] + np.asarray(weight_cache_bytes, dtype=float),
+        tp=c["tp"], pp=c["pp"], dp=c["dp"], cp=c["cp"], ep=c["ep"], vpp=c["vpp"], zero=c["zero"],
+        sequence_parallel=c["sequence_parallel"] != 0, recompute=c["recompute"], micro_batch=c["micro_batch"],
+        num_micro_batches=c["global_batch"] // (c["micro_batch"] * c["dp"]), seq_len=c["seq_len"],
+        schedule=c["schedule"], flash=c["flash_attention"] != 0,
+        weight_bytes=per_param["weights"] + np.asarray(weight_cache_bytes, dtype=float),
         gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
-        account_for_embedding_and_loss=account_for_embedding_and_loss,
-        first_stage_layers=first_stage_layers, last_stage_layers=last_stage_layers,
+        account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0,
+        first_stage_layers=c["first_stage_layers"], last_stage_layers=c["last_stage_layers"],
     )
 
 
@@ -163,7 +157,7 @@ def _evaluate(spec: ModelSpec, config: dict, keep_lines: bool) -> dict[str, np.n
 
 def memory_batch(spec: ModelSpec, **config) -> dict[str, np.ndarray]:
     """Worst-stage memory lines (keys of :data:`STAGE_KEYS` plus ``worst_stage``) for arrays of
-    configurations; arguments as :func:`formula_inputs` (scalars broadcast). Configurations are assumed
+    configurations; arguments as :func:`formula_inputs` (the batch fields; scalars broadcast). Configurations are assumed
     valid (see :func:`distcalc.parallel.validate_for_model`)."""
     return _evaluate(spec, config, keep_lines=True)
 

@@ -16,6 +16,7 @@ from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines
 from distcalc.memory.states import bytes_per_parameter, zero_divisors
 from distcalc.model import ModelSpec, load_model
 from distcalc.parallel import ParallelConfig, Precision, validate_for_model
+from distcalc.parallel_batch import config_batch
 
 class MemoryBasis(str, Enum):
     """What a measured peak memory counts, as measurement tools report it.
@@ -134,14 +135,8 @@ class MemoryReport(BaseModel):
 
 def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dict[str, object]:
     """:func:`formula_inputs` of one :class:`ParallelConfig`."""
-    return formula_inputs(
-        tp=config.tp, pp=config.pp, dp=config.data_parallel, cp=config.cp, ep=config.ep, vpp=config.vpp,
-        zero=config.zero_stage, sequence_parallel=config.sequence_parallel, recompute=config.recompute.code,
-        micro_batch=config.micro_batch, num_micro_batches=config.num_micro_batches, seq_len=config.seq_len,
-        schedule=config.resolved_schedule.code, flash=config.flash_attention, weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter,
-        account_for_embedding_and_loss=config.account_for_embedding_and_loss, options=options,
-        first_stage_layers=config.first_stage_layers or 0, last_stage_layers=config.last_stage_layers or 0,
-    )
+    return formula_inputs(**config_batch(config), options=options,
+                          weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter)
 
 
 def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | str | None = None,

@@ -183,12 +183,8 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
             out[rows] = memory_bytes_batch(job, {k: v[rows] for k, v in configs.items()})
         return out
     return memory_worst_stage_bytes_batch(
-        job.spec, tp=configs["tp"], pp=configs["pp"], dp=configs["dp"], cp=configs["cp"], ep=configs["ep"],
-        vpp=configs["vpp"], zero=configs["zero"], sequence_parallel=configs["sequence_parallel"] != 0,
-        recompute=configs["recompute"], micro_batch=configs["micro_batch"], global_batch=job.global_batch,
-        seq_len=job.seq_len, schedule=configs["schedule"], flash=job.flash_attention,
-        weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter, account_for_embedding_and_loss=configs["account_for_embedding_and_loss"] != 0,
-        first_stage_layers=configs.get("first_stage_layers", 0), last_stage_layers=configs.get("last_stage_layers", 0))
+        job.spec, **configs, global_batch=job.global_batch, seq_len=job.seq_len,
+        flash_attention=int(job.flash_attention), weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter)
 
 
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:

@@ -19,7 +19,8 @@ batch, then memory options); after each stage the rows breaking a rule are dropp
 multiplicity of the columns not yet expanded*, so ``sum(rejected) + equivalent + valid == universe``.
 
 Rules — the same as :class:`distcalc.parallel.ParallelConfig` and :func:`distcalc.parallel.validate_for_model`
-(Megatron-LM constraints; a test checks the two agree), plus the search-only rules marked (*); each is
+(Megatron-LM constraints; the divisibility and layer-split predicates are the same functions,
+:mod:`distcalc.parallel_rules`, and a test checks the two agree), plus the search-only rules marked (*); each is
 named in :class:`Rejections.rules`:
 
 * divisibility — every TP-sharded width (heads, KV heads, hidden, MLP and expert-MLP widths) by ``tp``;
@@ -47,14 +48,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from distcalc.parallel import Recompute, Schedule
+from distcalc.parallel_batch import field_values
+from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
+                                     uneven_fits)
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
 
+#: Batch fields (:data:`distcalc.parallel_batch.BATCH_FIELDS`) with one value per search (the job's), not
+#: searched: the global batch, the sequence length, flash attention and the uneven ends
+#: (SpaceChoices.first/last_stage_layers; the configuration arrays carry those, 0 where pp = 1, for the
+#: memory and step-time models).
+JOB_FIELDS = ("global_batch", "seq_len", "flash_attention", "first_stage_layers", "last_stage_layers")
+#: The searched columns: every other batch field, in the CSV / JSON column order (kept; new columns go last).
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
-           "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
-# Not searched and not columns of the results: the uneven ends (SpaceChoices.first/last_stage_layers) are one
-# value per search; the configuration arrays carry them (0 where pp = 1) for the memory and step-time models.
+           "account_for_embedding_and_loss")
 RECOMPUTE_CHOICES = Recompute.names_by_code()  # column value v means RECOMPUTE_CHOICES[v]
 SCHEDULE_CHOICES = Schedule.names_by_code()
 #: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
@@ -62,7 +70,7 @@ SCHEDULE_CHOICES = Schedule.names_by_code()
 DEFAULT_SCHEDULES = tuple(name for name in SCHEDULE_CHOICES if not Schedule.executed(Schedule(name).code))
 #: Other spellings accepted by ``--schedule``.
 SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
-ZERO_CHOICES = (0, 1, 2, 3)
+ZERO_CHOICES = field_values("zero")
 _INTERLEAVED, _ONE_F_ONE_B, _ZERO_BUBBLE = Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code, Schedule.ZERO_BUBBLE.code
 _DUALPIPE, _DUALPIPEV, _ZB_V = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code, Schedule.ZB_V.code
 INDEX_DTYPE = np.int64
@@ -100,9 +108,7 @@ class SpaceLimits:
 def limits_for_model(spec: "ModelSpec", *, seq_len: int, global_batch: int, gpus_per_node: int) -> SpaceLimits:
     """The :class:`SpaceLimits` of training ``spec`` (a :class:`distcalc.model.ModelSpec`); the TP-sharded
     widths are those :func:`distcalc.parallel.validate_for_model` checks."""
-    sharded = [("hidden_size", spec.hidden_size), ("intermediate_size", spec.intermediate_size)]
-    if spec.is_moe:
-        sharded.append(("moe_intermediate_size", spec.expert_intermediate_size))
+    sharded = tp_sharded_widths(spec)[2:]  # heads and KV heads are SpaceLimits fields of their own
     return SpaceLimits(num_layers=spec.num_hidden_layers, num_heads=spec.num_attention_heads,
                        num_kv_heads=spec.kv_heads, num_experts=spec.num_local_experts if spec.is_moe else 1,
                        seq_len=int(seq_len), global_batch=int(global_batch), gpus_per_node=int(gpus_per_node),
@@ -187,21 +193,14 @@ def _pipeline_fits(limits: SpaceLimits, pp: np.ndarray, chunks: np.ndarray, spli
     """Whether the layers can be cut into ``chunks`` (pp or pp·vpp) equal pieces over ``pp`` stages: evenly
     (``L % chunks == 0``) or, when ``split``, with the embedding and the loss taking a slot each (pp > 1,
     ``(L + 2) % chunks == 0``, ``(L + 2) // pp >= 2``; :func:`distcalc.parallel.validate_for_model`)."""
-    ok = limits.num_layers % chunks == 0
-    if split:
-        slots = limits.num_layers + 2
-        ok |= (pp > 1) & (slots % chunks == 0) & (slots // pp >= 2)
-    return ok
+    ok = layers_fit(limits.num_layers, pp, chunks, False)
+    return ok | layers_fit(limits.num_layers, pp, chunks, True) if split else ok
 
 
 def _uneven_fits(limits: SpaceLimits, pp: np.ndarray, first: int, last: int) -> np.ndarray:
     """Whether L − first − last layers split evenly (≥ 1 each) over the other stages of ``pp`` (pp ≥ 2);
     pp = 1 always fits (no pipeline, the ends do not apply)."""
-    given = int(first > 0) + int(last > 0)
-    rest, others = limits.num_layers - first - last, pp - given
-    safe = np.maximum(others, 1)
-    ok = np.where(others == 0, rest == 0, (rest >= others) & (rest % safe == 0))
-    return (pp == 1) | ((pp >= 2) & (rest >= 0) & ok)
+    return uneven_fits(limits.num_layers, pp, first, last)
 
 
 _PP_RULE = "num_layers % pp (and num_layers+2 with the embedding/loss split)"
@@ -266,8 +265,8 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
              * recompute_values.size * sp_values.size)
     universe = degrees["tp"].shape[0] * later
     f = _Filter(degrees, later, rejections)
-    f.reject(RejectReason.DIVISIBILITY, "num_heads % tp", limits.num_heads % f.columns["tp"] != 0)
-    f.reject(RejectReason.DIVISIBILITY, "num_kv_heads % tp", limits.num_kv_heads % f.columns["tp"] != 0)
+    f.reject(RejectReason.DIVISIBILITY, "num_heads % tp", ~divides(limits.num_heads, f.columns["tp"]))
+    f.reject(RejectReason.DIVISIBILITY, "num_kv_heads % tp", ~divides(limits.num_kv_heads, f.columns["tp"]))
     if choices.uneven:
         f.reject(RejectReason.DIVISIBILITY, _UNEVEN_RULE, ~_uneven_fits(limits, f.columns["pp"],
                                                                          choices.first_stage_layers,
@@ -275,10 +274,9 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     else:
         f.reject(RejectReason.DIVISIBILITY, _PP_RULE, ~_pipeline_fits(limits, f.columns["pp"], f.columns["pp"], split))
     for name, width in limits.tp_sharded:
-        f.reject(RejectReason.DIVISIBILITY, f"{name} % tp", width % f.columns["tp"] != 0)
-    f.reject(RejectReason.DIVISIBILITY, "seq_len % (2*cp)",
-             (f.columns["cp"] > 1) & (limits.seq_len % (2 * f.columns["cp"]) != 0))
-    f.reject(RejectReason.DIVISIBILITY, "num_experts % ep", max(limits.num_experts, 1) % f.columns["ep"] != 0)
+        f.reject(RejectReason.DIVISIBILITY, f"{name} % tp", ~divides(width, f.columns["tp"]))
+    f.reject(RejectReason.DIVISIBILITY, "seq_len % (2*cp)", ~cp_splits_sequence(limits.seq_len, f.columns["cp"]))
+    f.reject(RejectReason.DIVISIBILITY, "num_experts % ep", ~divides(max(limits.num_experts, 1), f.columns["ep"]))
     node = min(limits.gpus_per_node, n)
     f.reject(RejectReason.GROUP_DOES_NOT_FIT, "tp spans more than one node", node % f.columns["tp"] != 0)
     columns = f.result()
@@ -305,7 +303,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     split_on = limits.num_layers % (pp * vpp) != 0
     v_shape = (schedule == _ZB_V) | (schedule == _DUALPIPEV)  # two chunks per stage
     f.reject(RejectReason.DIVISIBILITY, "V-shaped: (num_layers [+2 split]) % (2*pp)",
-             v_shape & ((limits.num_layers + 2 * split_on) % (2 * pp) != 0))
+             v_shape & ~layers_fit(limits.num_layers, pp, 2 * pp * vpp, split_on))
     columns = f.result()
     columns["account_for_embedding_and_loss"] = (
         limits.num_layers % (columns["pp"] * columns["vpp"]) != 0).astype(INDEX_DTYPE)
@@ -320,7 +318,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     columns = _cross(columns, "micro_batch", mb_values)
     f = _Filter(columns, later, rejections)
     per_step = columns["micro_batch"] * columns["dp"]
-    f.reject(RejectReason.DIVISIBILITY, "global_batch % (micro_batch*dp)", limits.global_batch % per_step != 0)
+    f.reject(RejectReason.DIVISIBILITY, "global_batch % (micro_batch*dp)", ~divides(limits.global_batch, per_step))
     micro_batches = limits.global_batch // per_step
     f.reject(RejectReason.DIVISIBILITY, "interleaved: micro-batches % pp",
              (columns["schedule"] == _INTERLEAVED) & (micro_batches % columns["pp"] != 0))
@@ -336,7 +334,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     sp, tp = columns["sequence_parallel"] == 1, columns["tp"]
     f.reject(None, "sequence parallel with tp = 1", sp & (tp == 1))
     f.reject(RejectReason.DIVISIBILITY, "sequence parallel: (seq_len/cp) % tp",
-             sp & ((limits.seq_len // columns["cp"]) % tp != 0))
+             sp & ~sp_splits_sequence(limits.seq_len, columns["cp"], tp))
     columns = _cross(f.result(), "zero", zero_values)
     f = _Filter(columns, recompute_values.size, rejections)
     f.reject(None, "zero with dp*cp = 1", (columns["zero"] > 0) & (columns["dp"] * columns["cp"] == 1))
