@@ -76,3 +76,25 @@ def test_search_columns_are_the_searched_batch_fields():
     assert sorted(COLUMNS) == sorted(set(BATCH_FIELDS) - set(JOB_FIELDS))
     assert set(JOB_FIELDS) <= set(BATCH_FIELDS)
     assert ZERO_CHOICES == (0, 1, 2, 3)
+
+
+@pytest.mark.parametrize("command", ["analyze", "memory", "search"])
+def test_cli_options_take_name_and_help_from_the_schema(command):
+    """Every option named after a ParallelConfig field is that field: its help is the field's description
+    (stated once, in the schema), and a flag field is --x/--no-x (analyze and memory declare the same ones)."""
+    import typer
+
+    from distcalc.cli import app
+    from distcalc.parallel import ParallelConfig
+
+    click_command = typer.main.get_command(app).get_command(None, command)
+    shared = [p for p in click_command.params
+              if p.name in ParallelConfig.model_fields and p.name not in ("gpus", "zero", "recompute", "schedule")
+              or (command != "search" and p.name in ("zero", "recompute", "schedule"))]
+    assert len(shared) >= (2 if command == "search" else 18)
+    for param in shared:
+        field = ParallelConfig.model_fields[param.name]
+        assert param.help.startswith(field.description), param.name
+        assert param.opts[0] == "--" + param.name.replace("_", "-")
+        if field.annotation is bool:
+            assert param.secondary_opts == ["--no-" + param.name.replace("_", "-")]

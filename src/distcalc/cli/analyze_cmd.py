@@ -11,13 +11,12 @@ from rich.table import Table
 from distcalc.analyze import ContextParallelAlgorithm, ElementwiseKernels, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
-    LastStageOption, ScheduleOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
+from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
-from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -138,6 +137,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("analyze", cls=PanelCommand, epilog=EXIT_CODES_HELP)
     @handle_errors
+    @with_config_options(after="gpus")
     def analyze_command(
         ctx: typer.Context,
         model: Annotated[Optional[str], typer.Option(rich_help_panel=M, show_default=False, help=(
@@ -147,46 +147,6 @@ def register(app: typer.Typer) -> None:
         gpu: GpuOption = None,
         gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, help=(
             f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
-        tp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="tensor-parallel degree (GPUs) "
-                                                  "[default: 1]")] = None,
-        pp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="pipeline-parallel degree (stages) "
-                                                  "[default: 1]")] = None,
-        dp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="data-parallel degree (GPUs) "
-                                                  "[default: gpus/(tp·pp·cp)]")] = None,
-        cp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="context-parallel degree (GPUs) "
-                                                  "[default: 1]")] = None,
-        ep: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="expert-parallel degree (GPUs) "
-                                                  "[default: 1]")] = None,
-        vpp: Annotated[Optional[int], typer.Option(rich_help_panel=S, help="interleaved chunks per pipeline "
-                                                   "stage [default: 1]")] = None,
-        zero: Annotated[Optional[int], typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 "
-                                                    "[default: 0]")] = None,
-        distributed_optimizer: Annotated[Optional[bool], typer.Option(
-            "--distributed-optimizer/--no-distributed-optimizer", rich_help_panel=P, show_default=False,
-            help="Megatron distributed optimizer")] = None,
-        sequence_parallel: Annotated[Optional[bool], typer.Option(
-            "--sequence-parallel/--no-sequence-parallel", rich_help_panel=P, show_default=False,
-            help="Megatron sequence parallelism")] = None,
-        recompute: Annotated[Optional[Recompute], typer.Option(rich_help_panel=S, help="activation "
-                                                               "recomputation [default: none]")] = None,
-        micro_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="sequences per micro-batch "
-                                                           f"[default: {DEFAULTS.micro_batch}]")] = None,
-        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="sequences per step "
-                                                            "[default: micro-batch·dp·2pp]")] = None,
-        seq_len: Annotated[Optional[int], typer.Option(rich_help_panel=B, help="tokens per sequence "
-                                                       f"[default: {DEFAULTS.seq_len}]")] = None,
-        schedule: ScheduleOption = None,
-        dtype: DtypeOption = Precision.BF16,
-        flash_attention: Annotated[bool, typer.Option(
-            "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
-            help="fused (flash) attention [default: on]")] = True,
-        account_for_embedding_and_loss: Annotated[bool, typer.Option(
-            "--account-for-embedding-and-loss/--no-account-for-embedding-and-loss", rich_help_panel=S,
-            show_default=False,
-            help="the embedding and the loss take a layer slot each in the pipeline split (first and last "
-                 "stage hold one layer fewer; Megatron-Core, Llama 3)")] = False,
-        first_stage_layers: FirstStageOption = None,
-        last_stage_layers: LastStageOption = None,
         gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
                                                              "(overrides the cluster)")] = None,
         intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "
@@ -233,6 +193,7 @@ def register(app: typer.Typer) -> None:
                  "tuning model per group (opt-in)")] = "alpha-beta",
         allow_oom: AllowOomOption = False,
         config: ConfigOption = None,
+        **config_options: Any,  # tp, pp, …, last_stage_layers: cli.config_options.CONFIG_OPTIONS
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes.
 

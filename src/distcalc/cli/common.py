@@ -19,7 +19,6 @@ from distcalc.errors import DistcalcError
 from distcalc.inputs import shorten
 from distcalc.jobs.base import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
-from distcalc.parallel import Precision, Schedule
 from distcalc.run_file import DEFAULTS, load_run_file
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
@@ -113,20 +112,6 @@ GpuOption = Annotated[Optional[str], typer.Option(
 AllowOomOption = Annotated[bool, typer.Option(
     "--allow-oom", rich_help_panel="output",
     help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]
-
-ScheduleOption = Annotated[Optional[Schedule], typer.Option(
-    "--schedule", rich_help_panel="schedule", metavar="NAME",
-    help=f"pipeline schedule: {', '.join(s.value for s in Schedule)} [default: interleaved when vpp > 1, else 1f1b]")]
-DtypeOption = Annotated[Precision, typer.Option("--dtype", rich_help_panel="model", help="compute precision")]
-FirstStageOption = Annotated[Optional[int], typer.Option(
-    "--first-stage-layers", min=1, rich_help_panel="schedule",
-    help="transformer layers on the first pipeline stage (vpp 1); the other stages share the rest evenly "
-         "(Megatron-Core --decoder-first-pipeline-num-layers)")]
-LastStageOption = Annotated[Optional[int], typer.Option(
-    "--last-stage-layers", min=1, rich_help_panel="schedule",
-    help="transformer layers on the last pipeline stage (Megatron-Core --decoder-last-pipeline-num-layers; "
-         "DeepSeek-V3: 61 layers on pp 16 as 4 + 14×4 + 1)")]
-
 
 def request_values(ctx: typer.Context, config: Optional[Path]) -> tuple[dict[str, Any], dict[str, str]]:
     """The command's parameter values with a run file's (``--config``) under the command line's, and where each

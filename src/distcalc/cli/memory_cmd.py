@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
-    LastStageOption, ScheduleOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
+from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.memory import MemoryReport, Recipe
-from distcalc.parallel import Precision, Recompute
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -129,6 +128,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("memory", cls=PanelCommand, epilog=EXIT_CODES_HELP)
     @handle_errors
+    @with_config_options(after="gpus")
     def memory(
         ctx: typer.Context,
         model: Annotated[str, typer.Option(rich_help_panel=M, help="model preset, config.json / YAML path, or a "
@@ -137,38 +137,6 @@ def register(app: typer.Typer) -> None:
         gpu: GpuOption = None,
         gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, show_default=False, help=(
             f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
-        tp: Annotated[int, typer.Option(rich_help_panel=P, help="tensor-parallel degree (GPUs)")] = 1,
-        pp: Annotated[int, typer.Option(rich_help_panel=P, help="pipeline-parallel degree (stages)")] = 1,
-        dp: Annotated[Optional[int], typer.Option(rich_help_panel=P, help="data-parallel degree (GPUs) "
-                                                  "[default: gpus/(tp·pp·cp)]")] = None,
-        cp: Annotated[int, typer.Option(rich_help_panel=P, help="context-parallel degree (GPUs)")] = 1,
-        ep: Annotated[int, typer.Option(rich_help_panel=P, help="expert-parallel degree (GPUs)")] = 1,
-        vpp: Annotated[int, typer.Option(rich_help_panel=S, help="interleaved chunks per pipeline stage")] = 1,
-        zero: Annotated[int, typer.Option(rich_help_panel=P, min=0, max=3, help="ZeRO stage 0-3 over dp·cp")] = 0,
-        distributed_optimizer: Annotated[bool, typer.Option(
-            "--distributed-optimizer/--no-distributed-optimizer", rich_help_panel=P, show_default=False,
-            help="Megatron distributed optimizer (= ZeRO-1) [default: off]")] = False,
-        sequence_parallel: Annotated[bool, typer.Option(
-            "--sequence-parallel/--no-sequence-parallel", rich_help_panel=P, show_default=False,
-            help="Megatron sequence parallelism [default: off]")] = False,
-        recompute: Annotated[Recompute, typer.Option(rich_help_panel=S, help="activation recomputation")] = Recompute.NONE,
-        micro_batch: Annotated[int, typer.Option(rich_help_panel=B, help="sequences per micro-batch")] = DEFAULTS.micro_batch,
-        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, help=(
-            "sequences per step [default: micro-batch·dp·2pp]"))] = None,
-        seq_len: Annotated[int, typer.Option(rich_help_panel=B, help="tokens per sequence")] = DEFAULTS.seq_len,
-        schedule: ScheduleOption = None,
-        dtype: DtypeOption = Precision.BF16,
-        flash_attention: Annotated[bool, typer.Option(
-            "--flash-attention/--no-flash-attention", rich_help_panel=M, show_default=False,
-            help="fused attention, no s×s scores stored [default: on]")] = True,
-        account_for_embedding_and_loss: Annotated[bool, typer.Option(
-            "--account-for-embedding-and-loss/--no-account-for-embedding-and-loss", rich_help_panel=S,
-            show_default=False,
-            help="the embedding and the loss take one layer slot each in the pipeline split: (L+2)/pp slots per "
-                 "stage, the first and last stage one layer fewer (Megatron-Core --account-for-embedding-in-"
-                 "pipeline-split --account-for-loss-in-pipeline-split; Llama 3 405B: 126 layers on pp 16)")] = False,
-        first_stage_layers: FirstStageOption = None,
-        last_stage_layers: LastStageOption = None,
         recipe: Annotated[Recipe, typer.Option(
             rich_help_panel=O, help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16 B/param)")
         ] = Recipe.MIXED,
@@ -183,10 +151,13 @@ def register(app: typer.Typer) -> None:
                                                      "stage (PNG)")] = None,
         allow_oom: AllowOomOption = False,
         config: ConfigOption = None,
+        **config_options: Any,  # tp, pp, …, last_stage_layers: cli.config_options.CONFIG_OPTIONS
     ) -> None:
         """Per-GPU memory (weights, gradients, optimizer, activations, buffers) of every pipeline stage."""
         values, origins = request_values(ctx, config)
-        request = MemoryRequest(**{k: v for k, v in values.items() if k in MemoryRequest.model_fields})
+        # an option left out (None) takes the request's default, the configuration's (cli.config_options)
+        request = MemoryRequest(**{k: v for k, v in values.items() if k in MemoryRequest.model_fields
+                                   and (v is not None or origins.get(k) != "default")})
         r = request
         check_ranges(training_rules(gpus=r.gpus, tp=r.tp, pp=r.pp, dp=r.dp, cp=r.cp, ep=r.ep, vpp=r.vpp,
                                     micro_batch=r.micro_batch, global_batch=r.global_batch, seq_len=r.seq_len),

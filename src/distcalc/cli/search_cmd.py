@@ -10,9 +10,10 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, FirstStageOption, GpuOption, LastStageOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
     console, emit_json, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
+from distcalc.cli.config_options import FirstStageOption, LastStageOption, config_option
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.search import SearchRequest, batch_of, run_search, search_payload, with_ends
 from distcalc.run_file import DEFAULTS
@@ -139,9 +140,9 @@ def register(app: typer.Typer) -> None:
         cluster: ClusterOption = None,
         gpu: GpuOption = None,
         gpus: Annotated[str, typer.Option(rich_help_panel=P, help=GPUS_HELP)] = str(DEFAULTS.gpus),
-        global_batch: Annotated[Optional[int], typer.Option(rich_help_panel=B, show_default=False, help=(
-            "sequences per optimizer step [default: one per GPU of the largest --gpus]"))] = None,
-        seq_len: Annotated[int, typer.Option(rich_help_panel=B, help="tokens per sequence")] = DEFAULTS.seq_len,
+        global_batch: Annotated[Optional[int], config_option(
+            "global_batch", B, default="one per GPU of the largest --gpus")] = None,
+        seq_len: Annotated[int, config_option("seq_len", B)] = DEFAULTS.seq_len,
         top: Annotated[int, typer.Option(min=1, rich_help_panel=X, help="distinct configurations shown and "
                                          "returned")] = 10,
         headroom: Annotated[float, typer.Option(rich_help_panel=Q, help="fraction of GPU memory left free "
