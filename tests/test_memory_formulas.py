@@ -9,7 +9,7 @@ from distcalc.memory import (
     MemoryOptions, Recipe, bytes_per_parameter, in_flight_micro_batches, layer_activation_bytes, memory_batch,
     memory_report, model_state_bytes,
 )
-from distcalc.memory.dims import model_dims
+from distcalc.model.dims import model_dims
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, validate_for_model
 from distcalc.parallel_batch import configs_batch

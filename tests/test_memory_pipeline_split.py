@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from distcalc.cli import app
 from distcalc.errors import ConfigError
 from distcalc.memory import memory_batch, memory_report, memory_worst_stage_bytes_batch
-from distcalc.memory.dims import model_dims
+from distcalc.model.dims import model_dims
 from distcalc.memory.stage import stage_moe_layers
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, chunk_layer_range, validate_for_model

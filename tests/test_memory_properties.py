@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distcalc.memory import layer_activation_bytes, memory_report
-from distcalc.memory.dims import model_dims
+from distcalc.model.dims import model_dims
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig
 

@@ -98,3 +98,54 @@ def test_cli_options_take_name_and_help_from_the_schema(command):
         assert param.opts[0] == "--" + param.name.replace("_", "-")
         if field.annotation is bool:
             assert param.secondary_opts == ["--no-" + param.name.replace("_", "-")]
+
+
+def test_one_model_dims_for_compute_and_memory():
+    """One ModelDims / model_dims(): the compute, step-time and memory models read the same record."""
+    import distcalc.compute as compute
+    import distcalc.memory.batch as memory_batch_module
+    from distcalc.model import load_model
+    from distcalc.model.dims import ModelDims, model_dims
+
+    assert compute.ModelDims is ModelDims and compute.model_dims is model_dims
+    assert memory_batch_module.model_dims is model_dims
+    dims = model_dims(load_model("mixtral-8x7b"))
+    assert (dims.experts, dims.experts_per_token, dims.moe_layers) == (8, 2, 32)
+    assert dims.embedding_parameters == dims.embedding + dims.position_embedding
+    tied = model_dims(load_model("gpt3-175b"))
+    assert tied.tied_embeddings and tied.lm_head == 0 and tied.lm_head_parameters == tied.vocab * tied.hidden
+
+
+def test_activation_bytes_come_from_the_configured_dtype():
+    """The bytes per activation element are the dtype's (Precision.activation_bytes), read by the compute
+    device, the step-time messages and the memory formulas (no module keeps its own 2.0)."""
+    from dataclasses import replace
+
+    from distcalc.analyze.core import evaluate
+    from distcalc.analyze.report import _device, _dims
+    from distcalc.cluster import load_cluster
+    from distcalc.compute import load_device
+    from distcalc.memory import memory_batch
+    from distcalc.model import load_model
+    from distcalc.parallel import Precision
+
+    for precision in Precision:
+        gpu = "b200" if precision in (Precision.MXFP8, Precision.NVFP4) else "h100-sxm"
+        assert load_device(gpu, precision.value).activation_bytes == precision.activation_bytes
+    spec = load_model("llama3-8b")
+    batch = dict(tp=8, pp=2, dp=1, micro_batch=1, global_batch=4, seq_len=4096)
+    two = memory_batch(spec, **batch)["activations_bytes"]
+    four = memory_batch(spec, **batch, activation_bytes=4.0)["activations_bytes"]
+    assert float(four[()]) > 1.5 * float(two[()])
+    cluster = load_cluster("dgx-h100")
+    device = _device(cluster.gpu, "bf16")
+    base = evaluate(_dims(spec), device, cluster, batch, _options())
+    wide = evaluate(_dims(spec), replace(device, activation_bytes=4.0), cluster, batch, _options())
+    assert float(wide["tp_exposed_s"][()]) > float(base["tp_exposed_s"][()])
+    assert float(wide["pp_p2p_s"][()]) > float(base["pp_p2p_s"][()])
+
+
+def _options():
+    from distcalc.analyze import AnalyzeOptions
+
+    return AnalyzeOptions()

@@ -35,6 +35,16 @@ class Precision(str, Enum):
         return self in _OPERAND_BYTES and self not in (Precision.BF16, Precision.FP16)
 
     @property
+    def activation_bytes(self) -> float:
+        """Bytes per activation element stored for the backward pass or sent between GPUs (the ``e`` of
+        Korthikanti et al. 2022 §4, 16-bit: 2): 2 in every recipe. The low-precision recipes quantise GEMM
+        operands on the fly inside the linear layers (TransformerEngine user guide, "Using FP8 with
+        Transformer Engine"), so the residual stream, the layer outputs, the tensors TP/CP/EP/PP exchange and
+        the recomputation checkpoints are counted 16-bit; quantised GEMM inputs a recipe may keep for its
+        backward pass instead are not modelled (an assumption of the memory model, stated here once)."""
+        return 2.0
+
+    @property
     def operand_bytes(self) -> float:
         """Bytes per GEMM operand element, block scales included (MXFP8 1 + 1/32, NVFP4 0.5 + 1/16)."""
         return _OPERAND_BYTES[self]

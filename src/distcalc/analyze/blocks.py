@@ -26,7 +26,6 @@ from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_g
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
 from distcalc.variability import slowest_gpu_factor
 
-ACT_BYTES = 2.0
 MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention", "gpus")
 BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
 DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")
@@ -128,13 +127,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
-    h = d.hidden
+    h, act = d.hidden, device.activation_bytes  # bytes per activation element of the configured dtype
     ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
-    msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
-            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
+    msgs = (tp_layer_messages(b, s, h, act, tp, sp, rc, cp)
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, act, tp, cp, ulysses, rc)
+            + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, o.moe_capacity_factor, cp, rc)
                if d.moe_layers else []))
-    head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
+    head_msgs = tp_embedding_messages(b, s, h, act, tp, sp, cp)
     priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists
     entries, head_entries = priced[:len(msgs)], priced[len(msgs):]
     tp_e = [e for e in entries if e[0].dim == Dim.TP]
@@ -176,9 +175,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
 
 
 def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
-                   memo: dict | None = None) -> dict[str, Any]:
+                   memo: dict | None = None, *, activation_bytes: float) -> dict[str, Any]:
     """Time of one pipeline boundary transfer (both directions' messages of one chunk crossing)."""
-    msgs = pp_boundary_messages(c["micro_batch"], c["seq_len"], d.hidden, ACT_BYTES, c["tp"], c["pp"],
+    msgs = pp_boundary_messages(c["micro_batch"], c["seq_len"], d.hidden, activation_bytes, c["tp"], c["pp"],
                                 c["sequence_parallel"], int(o.pipeline_scatter_gather), c["cp"])
     entries = message_times(cluster, msgs, _keys(c, o), c["tp"].shape, memo)
     return {"p2p_transfer": total(entries, lambda x: True), "_entries": entries}

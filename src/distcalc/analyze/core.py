@@ -71,7 +71,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64), "gpus": u["tp"] * u["pp"] * u["dp"] * u["cp"]}
     memo: dict = {}  # group placements, built once for this evaluation
     mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o, memo), MICRO_KEY, u, shape)
-    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo), BOUNDARY_KEY, u, shape)
+    bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo, activation_bytes=device.activation_bytes), BOUNDARY_KEY, u, shape)
     dpb = run_block(lambda sub: dp_block(d, cluster, sub, o, memo), DP_KEY, u, shape)
     pp = u["pp"]
     # layers per stage: L/pp, or with the embedding and the loss taking a slot each (L + 2)/pp in the middle

@@ -100,7 +100,8 @@ def _memory_batch(spec: ModelSpec, batch: dict[str, Any], options: AnalyzeOption
     c = normalise_batch(batch)
     zero = np.maximum(c["zero"], 1 if (options and options.distributed_optimizer) else 0)
     return memory_worst_stage_bytes_batch(spec, **{**c, "zero": zero},
-                                          weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter)
+                                          weight_cache_bytes=Precision(dtype).weight_cache_bytes_per_parameter,
+                                          activation_bytes=Precision(dtype).activation_bytes)
 
 
 @dataclass

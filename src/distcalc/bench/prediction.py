@@ -145,15 +145,15 @@ def predicted_memory_bytes(config: TrainingConfig) -> float:
     from :func:`distcalc.memory.activations.layer_activation_bytes` with flash attention (torch's CPU and
     CUDA SDPA kernels keep only the softmax statistics), no dropout, scaled from its 16-bit activations to
     float32 (×2)."""
-    from distcalc.memory.activations import ACT_BYTES, layer_activation_bytes
-    from distcalc.memory.dims import model_dims
+    from distcalc.memory.activations import ACTIVATION_BYTES_16, layer_activation_bytes
+    from distcalc.model.dims import model_dims
 
     dims = model_dims(bench_model_spec(config))
     tp = config.world_size if config.mode is TrainingMode.TP else 1
     stored, _ = layer_activation_bytes(dims, False, config.seq_len, config.micro_batch, tp, 1,
                                        config.sequence_parallel, 0, True)
     in_flight = config.micro_batches if config.mode is TrainingMode.PP else 1
-    activations = float(stored) * (BYTES_PER_ELEMENT / ACT_BYTES) * _stage_layers(config) * in_flight
+    activations = float(stored) * (BYTES_PER_ELEMENT / ACTIVATION_BYTES_16) * _stage_layers(config) * in_flight
     return 2.0 * BYTES_PER_ELEMENT * parameters_per_rank(config) + activations
 
 

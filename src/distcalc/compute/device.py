@@ -95,6 +95,8 @@ class DeviceCompute:
     power_limited_flops_per_s: float = float("inf")
     #: HBM bytes per element of the kernel that quantises a GEMM operand (0: 16-bit, nothing to quantise)
     quantize_bytes_per_element: float = 0.0
+    #: bytes per activation element (:attr:`distcalc.precision.Precision.activation_bytes`)
+    activation_bytes: float = Precision.BF16.activation_bytes
     #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
     eager_elementwise: bool = False
 
@@ -226,7 +228,7 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         operand_bytes=operand_bytes, epilogue_overlapped=overlapped,
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
-        power_limited_flops_per_s=_power_limit(entry, dtype),
+        power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
     )
 
 

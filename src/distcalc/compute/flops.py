@@ -1,4 +1,4 @@
-"""Model dimensions as plain numbers and the FLOP counts behind MFU and HFU.
+"""The FLOP counts behind MFU and HFU (model dimensions: :class:`distcalc.model.dims.ModelDims`).
 
 MFU / HFU (Korthikanti et al. 2022, arXiv:2205.05198, Appendix A). For a GPT layer stack with
 ``f = 4h`` the model FLOPs of one step are
@@ -22,84 +22,14 @@ MFU = F_model / (step_time · N_gpus · peak); HFU = F_hardware / (step_time · 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from distcalc.model.dims import ModelDims, model_dims  # noqa: F401  (re-exported by distcalc.compute)
+from distcalc.parallel import Recompute
+
 ArrayLike = Any
-
-
-@dataclass(frozen=True)
-class ModelDims:
-    """The numbers of a :class:`distcalc.model.ModelSpec` that the compute model needs (elements, not bytes)."""
-
-    name: str
-    hidden: int  #: h
-    layers: int  #: L
-    heads: int  #: a (query heads)
-    kv_heads: int  #: g
-    head_dim: int  #: d (query/key width per head)
-    v_head_dim: int  #: value width per head
-    qkv_width: int  #: output width of the fused QKV projection (a·d + 2·g·d; MLA: its equivalent)
-    ffn: int  #: f, dense MLP width
-    gated: bool  #: gated MLP (gate + up + down)
-    vocab: int  #: V
-    experts: int  #: routed experts per MoE layer (0 = dense)
-    top_k: int
-    expert_ffn: int
-    shared_ffn: int  #: total shared-expert width per MoE layer
-    moe_layers: int
-    attention_dropout: bool
-    hidden_dropout: bool
-    rope: bool
-    parameters: int
-    parameters_per_layer: float  #: mean non-embedding parameters of one layer (all experts)
-    expert_parameters_per_layer: float  #: mean routed-expert parameters of one layer (sharded by EP too)
-    embedding_parameters: int  #: V·h (+ positions) — the first stage's table
-    lm_head_parameters: int  #: V·h on the last stage (tied embeddings also keep a copy there)
-    tied_embeddings: bool = False  #: output layer shares the input embedding (gradient sync when pp > 1)
-    rmsnorm: bool = True  #: RMSNorm (else LayerNorm): what an eager framework runs as composite ops
-
-    @property
-    def dense_layers(self) -> int:
-        """Layers with a dense MLP."""
-        return self.layers - self.moe_layers
-
-    @property
-    def mlp_matrices(self) -> int:
-        """Weight matrices of one MLP: 3 gated, 2 otherwise."""
-        return 3 if self.gated else 2
-
-
-def model_dims(spec: Any) -> ModelDims:
-    """Extract :class:`ModelDims` from a :class:`distcalc.model.ModelSpec`."""
-    from distcalc.model import layer_parameters, parameter_breakdown
-
-    h = spec.hidden_size
-    breakdown = parameter_breakdown(spec)
-    layer0 = layer_parameters(spec, 0)
-    qkv_width = (spec.num_attention_heads + 2 * spec.kv_heads) * spec.head_size if not spec.is_mla \
-        else max(1, round(layer0.attention_qkv / h))
-    embedding = breakdown.get("embedding", spec.vocab_size * h) + breakdown.get("position_embedding", 0)
-    lm_head = breakdown.get("lm_head", 0) or spec.vocab_size * h
-    layers = [layer_parameters(spec, i) for i in range(spec.num_hidden_layers)]
-    layer_total = sum(p.total for p in layers)
-    expert_total = sum(p.mlp_experts for p in layers)
-    pos = getattr(spec.position_embedding, "value", spec.position_embedding)
-    return ModelDims(
-        name=spec.name, hidden=h, layers=spec.num_hidden_layers, heads=spec.num_attention_heads,
-        kv_heads=spec.kv_heads_effective, head_dim=spec.qk_head_size, v_head_dim=spec.v_head_size,
-        qkv_width=qkv_width, ffn=spec.intermediate_size, gated=spec.is_gated, vocab=spec.vocab_size,
-        experts=spec.num_local_experts, top_k=spec.num_experts_per_tok, expert_ffn=spec.expert_intermediate_size,
-        shared_ffn=spec.shared_intermediate_size if spec.is_moe else 0, moe_layers=spec.moe_layers,
-        attention_dropout=spec.attention_dropout > 0, hidden_dropout=spec.hidden_dropout > 0,
-        rope=pos == "rope", parameters=spec.parameters,
-        parameters_per_layer=layer_total / spec.num_hidden_layers,
-        expert_parameters_per_layer=expert_total / spec.num_hidden_layers,
-        embedding_parameters=embedding, lm_head_parameters=lm_head, tied_embeddings=spec.tie_word_embeddings,
-        rmsnorm=getattr(spec.norm_type, "value", spec.norm_type) == "rmsnorm",
-    )
 
 
 def attention_core_flops_per_token(dims: ModelDims, seq_len: ArrayLike) -> ArrayLike:
@@ -112,7 +42,7 @@ def layer_gemm_flops_per_token(dims: ModelDims, moe: bool) -> float:
     h = dims.hidden
     attn = h * dims.qkv_width + dims.heads * dims.v_head_dim * h
     if moe:
-        mlp = h * dims.experts + dims.mlp_matrices * h * (dims.top_k * dims.expert_ffn + dims.shared_ffn)
+        mlp = h * dims.experts + dims.mlp_matrices * h * (dims.experts_per_token * dims.expert_ffn + dims.shared_ffn)
     else:
         mlp = dims.mlp_matrices * h * dims.ffn
     return 2.0 * (attn + mlp)
@@ -141,7 +71,8 @@ def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: Ar
                   + dims.moe_layers * layer_gemm_flops_per_token(dims, True)) + core
     r = np.asarray(recompute)
     no_flash = np.where(np.asarray(flash_attention) != 0, 0.0, 1.0)
-    return np.where(r == 2, layers_fwd, np.where(r == 1, 3.0 * core * no_flash, 0.0))
+    return np.where(r == Recompute.FULL.code, layers_fwd,
+                    np.where(r == Recompute.SELECTIVE.code, 3.0 * core * no_flash, 0.0))
 
 
 def hardware_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: ArrayLike,

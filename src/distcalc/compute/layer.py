@@ -70,7 +70,6 @@ ArrayLike = Any
 
 #: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
 WGRAD_ACCUMULATE_BYTES = 8.0
-ACT_BYTES = 2.0  # bf16/fp16 activations
 #: PyTorch-eager composite ops (module docstring): RMSNorm, SwiGLU and RoPE bytes per element (forward,
 #: backward), and the kernels each adds per layer over its fused form (RMSNorm 2 x (6 - 1), SwiGLU 2 - 1,
 #: RoPE on q and k 2 x 3 - 1)
@@ -162,14 +161,14 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
     if moe:
         local = np.divide(dims.experts, ep)
-        per_expert = tokens * dims.top_k / local
+        per_expert = tokens * dims.experts_per_token / local
         gemms += [(1, tokens, dims.experts, h),
                   (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
                   (local, per_expert, h, np.divide(dims.expert_ffn, t))]
         if dims.shared_ffn:
             gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
-        act_elements = tokens * (dims.top_k * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
-        permute_bytes = 4.0 * ACT_BYTES * tokens * dims.top_k * h  # permute + unpermute, read + write
+        act_elements = tokens * (dims.experts_per_token * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
+        permute_bytes = 4.0 * device.activation_bytes * tokens * dims.experts_per_token * h  # permute + unpermute, read + write
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)

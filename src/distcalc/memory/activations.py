@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from distcalc.memory.dims import ModelDims
-from distcalc.parallel import Recompute, Schedule
+from distcalc.model.dims import ModelDims
+from distcalc.parallel import Precision, Recompute, Schedule
 from distcalc.schedules import peak_in_flight_counts
 
 FP32_BYTES = 4.0
-ACT_BYTES = 2.0  # 16-bit activations (Korthikanti et al. assume 2 bytes)
+#: Bytes per element of a 16-bit activation, the default (:attr:`Precision.activation_bytes`).
+ACTIVATION_BYTES_16 = Precision.BF16.activation_bytes
 MASK_BYTES = 1.0  # dropout masks
 
 
@@ -51,11 +52,13 @@ def _as(x):
     return np.asarray(x, dtype=float)
 
 
-def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash):
+def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash,
+                           activation_bytes: float = ACTIVATION_BYTES_16):
     """(stored, recompute_workspace) bytes of one transformer layer for one micro-batch on one GPU.
 
     ``moe`` selects the MoE or the dense MLP; ``recompute`` is the :class:`~distcalc.parallel.Recompute`
-    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays. See the module docstring."""
+    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays; ``activation_bytes`` per element
+    (:attr:`~distcalc.precision.Precision.activation_bytes` of the configured dtype). See the module docstring."""
     s, b, t = _as(seq_len), _as(micro_batch), _as(tp)
     s_local = s / _as(cp)
     tokens = s_local * b
@@ -63,39 +66,40 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     h = dims.hidden
     mask = MASK_BYTES if dims.hidden_dropout else 0.0
     # attention block
-    replicated = tokens * h * (2 * ACT_BYTES + mask)  # norm input, QKV input, output dropout mask
-    split = tokens * ACT_BYTES * (dims.heads * dims.qk_head + dims.kv_heads * dims.qk_head
-                                  + dims.kv_heads * dims.v_head + dims.heads * dims.v_head)  # Q, K, V, context
-    scores = dims.heads * s_local * s * b * (ACT_BYTES + (MASK_BYTES + ACT_BYTES if dims.attention_dropout else 0.0))
+    replicated = tokens * h * (2 * activation_bytes + mask)  # norm input, QKV input, output dropout mask
+    split = tokens * activation_bytes * (dims.heads * dims.head_dim + dims.kv_heads * dims.head_dim
+                                  + dims.kv_heads * dims.v_head_dim + dims.heads * dims.v_head_dim)  # Q, K, V, context
+    scores = dims.heads * s_local * s * b * (activation_bytes + (MASK_BYTES + activation_bytes if dims.attention_dropout else 0.0))
     softmax_stats = FP32_BYTES * dims.heads * tokens
     core = np.where(flash, softmax_stats, scores)
     # MLP block
-    replicated = replicated + tokens * h * (2 * ACT_BYTES + mask)  # norm input, first-linear input, dropout mask
-    per_width = (3.0 if dims.gated else 2.0) * ACT_BYTES  # 6 (gated) or 4 bytes per intermediate element
+    replicated = replicated + tokens * h * (2 * activation_bytes + mask)  # norm input, first-linear input, dropout mask
+    per_width = (3.0 if dims.gated else 2.0) * activation_bytes  # 6 (gated) or 4 bytes per intermediate element
     dense_mlp = tokens * per_width * dims.ffn
     k = dims.experts_per_token
-    moe_mlp = tokens * (k * (2 * ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    moe_mlp = tokens * (k * (2 * activation_bytes * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
     router = FP32_BYTES * tokens * dims.experts
     mlp_split = np.where(moe, moe_mlp, dense_mlp)
     replicated = replicated + np.where(moe, router, 0.0)
     full_layer = replicated / t_rep + (split + mlp_split + core) / t
     selective = full_layer - np.where(flash, 0.0, scores) / t
-    checkpoint = ACT_BYTES * tokens * h / t_rep
+    checkpoint = activation_bytes * tokens * h / t_rep
     code = np.asarray(recompute)
     stored = np.where(code == Recompute.FULL.code, checkpoint,
                       np.where(code == Recompute.SELECTIVE.code, selective, full_layer))
     return stored, full_layer - stored
 
 
-def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):
+def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel,
+                            activation_bytes: float = ACTIVATION_BYTES_16):
     """(hidden, logits, loss_workspace) bytes of the output layer for one micro-batch on the last stage:
     final-norm and LM-head inputs ``4·s·b·h`` (split by t under SP), 16-bit logits ``2·s·b·V/t`` and the
     fp32 softmax the vocab-parallel cross-entropy saves for backward ``4·s·b·V/t`` (Korthikanti et al. §4.3:
     ``4·s·b·h/t·(1 + V/h)``)."""
     tokens = _as(seq_len) / _as(cp) * _as(micro_batch)
     t = _as(tp)
-    hidden = 2 * ACT_BYTES * tokens * dims.hidden / np.where(sequence_parallel, t, 1.0)
-    return hidden, ACT_BYTES * tokens * dims.vocab / t, FP32_BYTES * tokens * dims.vocab / t
+    hidden = 2 * activation_bytes * tokens * dims.hidden / np.where(sequence_parallel, t, 1.0)
+    return hidden, activation_bytes * tokens * dims.vocab / t, FP32_BYTES * tokens * dims.vocab / t
 
 
 def embedding_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):

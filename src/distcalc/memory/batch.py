@@ -22,7 +22,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from distcalc.memory.dims import ModelDims, model_dims
+from distcalc.model.dims import ModelDims, model_dims
+from distcalc.memory.activations import ACTIVATION_BYTES_16
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_layer_terms, stage_lines, stage_moe_layers
 from distcalc.memory.states import bytes_per_parameter
@@ -31,7 +32,8 @@ from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_coun
 from distcalc.parallel_batch import normalise_batch
 
 
-def formula_inputs(*, options: MemoryOptions | None = None, weight_cache_bytes=0.0, **batch) -> dict[str, object]:
+def formula_inputs(*, options: MemoryOptions | None = None, weight_cache_bytes=0.0,
+                   activation_bytes: float = ACTIVATION_BYTES_16, **batch) -> dict[str, object]:
     """Keyword arguments of :func:`~distcalc.memory.stage.config_terms` from the batch fields (plain numbers
     or arrays): the names, encodings and defaults of :data:`distcalc.parallel_batch.BATCH_FIELDS` — the
     fields of :class:`~distcalc.parallel.ParallelConfig`, ``recompute``/``schedule`` as integer codes,
@@ -40,7 +42,9 @@ def formula_inputs(*, options: MemoryOptions | None = None, weight_cache_bytes=0
     ``first_stage_layers``/``last_stage_layers`` uneven ends, 0 when not given
     (:func:`distcalc.parallel.stage_layer_split`). ``weight_cache_bytes`` (bytes per parameter, scalar or
     array) adds the quantised weight copies of a low-precision recipe
-    (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes."""
+    (:attr:`~distcalc.parallel.Precision.weight_cache_bytes_per_parameter`) to the weight bytes;
+    ``activation_bytes`` is the dtype's bytes per activation element
+    (:attr:`~distcalc.parallel.Precision.activation_bytes`)."""
     options = options or MemoryOptions()
     c = normalise_batch(batch)
     per_param = bytes_per_parameter(options.recipe, Precision.BF16)
@@ -53,6 +57,7 @@ def formula_inputs(*, options: MemoryOptions | None = None, weight_cache_bytes=0
         gradient_bytes=per_param["gradients"], optimizer_bytes=per_param["optimizer"], options=options,
         account_for_embedding_and_loss=c["account_for_embedding_and_loss"] != 0,
         first_stage_layers=c["first_stage_layers"], last_stage_layers=c["last_stage_layers"],
+        activation_bytes=activation_bytes,
     )
 
 

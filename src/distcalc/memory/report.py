@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.hardware import GpuSpec, load_gpu
 from distcalc.memory.batch import formula_inputs
-from distcalc.memory.dims import model_dims
+from distcalc.model.dims import model_dims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_lines
 from distcalc.memory.states import bytes_per_parameter, zero_divisors
@@ -136,7 +136,8 @@ class MemoryReport(BaseModel):
 def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dict[str, object]:
     """:func:`formula_inputs` of one :class:`ParallelConfig`."""
     return formula_inputs(**config_batch(config), options=options,
-                          weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter)
+                          weight_cache_bytes=config.dtype.weight_cache_bytes_per_parameter,
+                          activation_bytes=config.dtype.activation_bytes)
 
 
 def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | str | None = None,

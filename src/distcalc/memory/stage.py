@@ -26,11 +26,12 @@ import numpy as np
 from distcalc.memory.activations import (
     embedding_activation_bytes,
     in_flight_micro_batches,
+    ACTIVATION_BYTES_16,
     layer_activation_bytes,
     output_activation_bytes,
     output_in_flight,
 )
-from distcalc.memory.dims import ModelDims
+from distcalc.model.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
 from distcalc.parallel import (
@@ -75,7 +76,7 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
 def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
                  num_micro_batches, seq_len, schedule, flash, weight_bytes, gradient_bytes, optimizer_bytes,
                  options: MemoryOptions, account_for_embedding_and_loss=0, first_stage_layers=0,
-                 last_stage_layers=0) -> dict[str, object]:
+                 last_stage_layers=0, activation_bytes=ACTIVATION_BYTES_16) -> dict[str, object]:
     """The stage-independent terms of a configuration: per-layer parameters and activations, output and
     embedding activations of one micro-batch, ZeRO divisors, and the pipeline-split flag
     ``account_for_embedding_and_loss`` (bool or 0/1 array; see the module docstring). Input of
@@ -86,15 +87,17 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     expert_shard = shard / ep_f
     has_moe = dims.moe_cumulative[-1] > 0
     act = dict(seq_len=seq_len, micro_batch=micro_batch, tp=tp, cp=cp, sequence_parallel=sequence_parallel)
-    stored_dense, work_dense = layer_activation_bytes(dims, False, recompute=recompute, flash=flash, **act)
-    stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash, **act)
+    stored_dense, work_dense = layer_activation_bytes(dims, False, recompute=recompute, flash=flash,
+                                                      activation_bytes=activation_bytes, **act)
+    stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash,
+                                                   activation_bytes=activation_bytes, **act)
                             if has_moe else (0.0, 0.0))
-    hidden_out, logits, loss = output_activation_bytes(dims, **act)
+    hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
     z3 = np.asarray(zero) >= 3
     pp_f, m = f(pp), f(num_micro_batches)
-    lm_head = dims.embedding if dims.tied else dims.lm_head
-    lm_head = np.where(dims.tied & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
+    lm_head = dims.embedding if dims.tied_embeddings else dims.lm_head
+    lm_head = np.where(dims.tied_embeddings & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
     return dict(
         tp=tp_f, pp=pp_f, vpp=f(vpp), pp_int=pp, vpp_int=vpp, schedule=schedule, m=m,
         split=np.asarray(account_for_embedding_and_loss, dtype=np.int64),

@@ -184,7 +184,8 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
         return out
     return memory_worst_stage_bytes_batch(
         job.spec, **configs, global_batch=job.global_batch, seq_len=job.seq_len,
-        flash_attention=int(job.flash_attention), weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter)
+        flash_attention=int(job.flash_attention), weight_cache_bytes=Precision(job.dtype).weight_cache_bytes_per_parameter,
+        activation_bytes=Precision(job.dtype).activation_bytes)
 
 
 def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]:
