@@ -119,8 +119,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
+    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
-                ep=ep)
+                ep=ep, cp_ring=1 - ulysses)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
     moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
     frac = d.moe_layers / d.layers
@@ -129,7 +130,6 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h = d.hidden
-    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
