@@ -138,3 +138,33 @@ def test_cli_refuses_flash2_on_a_gpu_without_a_rate():
                                       "--dp", "8", "--attention-kernel", "flash2"])
     assert result.exit_code == 2, result.output
     assert result.output.strip().splitlines()[-1].startswith("error: attention kernel flash2")
+
+
+def test_network_ring_slowdown_is_the_nccl_ctas_and_nic_stream_share():
+    from distcalc.analyze.cp_ring import NET_P2P_CHANNELS, network_p2p_slowdown, ring_slowdown
+
+    cluster = load_cluster("dgx-h100")
+    kappa_net = network_p2p_slowdown(H100, cluster)
+    expected = NET_P2P_CHANNELS / 132 + cluster.inter_bandwidth_per_gpu_bytes_per_s / H100.hbm_bandwidth_bytes_per_s
+    assert kappa_net == pytest.approx(expected) and 0.02 < kappa_net < 0.04
+    # CP 4 at stride 4 spans two 8-GPU nodes; CP 2 at stride 2 stays inside one
+    kappas = ring_slowdown(np.array([4, 2]), np.array([4, 2]), H100, cluster, 0.189)
+    assert kappas[0] == pytest.approx(kappa_net) and kappas[1] == 0.189
+
+
+@settings(max_examples=40, deadline=None)
+@given(ring_f=st.floats(0, 1), ring_b=st.floats(0, 2), attn=st.floats(0, 1), kappa=st.floats(0, 0.9))
+def test_ring_exposure_is_bounded_by_the_transfer(ring_f, ring_b, attn, kappa):
+    from distcalc.analyze.cp_ring import ring_exposed_s
+
+    forward, both = ring_exposed_s(ring_f, ring_b, attn, kappa)
+    assert 0 <= forward <= ring_f + 1e-12 and forward <= both <= ring_f + ring_b + 1e-12
+
+
+def test_analyze_reports_the_ring_slowdown_it_assumed():
+    spec = load_model("llama2-7b")
+    config = ParallelConfig(gpus=128, tp=4, cp=4, dp=8, micro_batch=1, global_batch=32, seq_len=131072,
+                            sequence_parallel=True, flash_attention=True)
+    report = analyze(spec, load_cluster("dgx-h100"), config, AnalyzeOptions())
+    cp = next(o for o in report.overlaps if o["dim"] == "cp")
+    assert "3.0 % slower" in cp["reason"]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
+from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
@@ -151,14 +152,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     attn = out["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
-    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
     ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
-    kappa = o.overlap_compute_slowdown
-    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
-            + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
-              + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
+    kappa = ring_slowdown(cp, keys[Dim.CP].stride, device, cluster, o.overlap_compute_slowdown)
+    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa)
+    cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
+    cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
