@@ -32,6 +32,12 @@ BREAKDOWN_LABELS = {
 }
 
 
+def _flash(on: bool, options: dict) -> str:
+    """``on`` / ``off``, with the attention kernel when it is not the GPU's default fused one."""
+    kernel = options.get("attention_kernel", "fused")
+    return ("on" + (f" ({kernel})" if kernel != "fused" else "")) if on else "off"
+
+
 def _render(report: StepReport, example: bool) -> None:
     c, cl = report.config, report.cluster
     if example:
@@ -42,7 +48,7 @@ def _render(report: StepReport, example: bool) -> None:
                   f"{' dist-opt' if c['distributed_optimizer'] else ''} sp={'on' if c['sequence_parallel'] else 'off'} "
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
-                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}"
+                  f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
                   f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
