@@ -94,8 +94,8 @@ def test_ring_merges_cost_their_counted_bytes_and_kernels():
 def test_ulysses_runs_one_causal_kernel_and_ring_runs_the_split():
     dims = model_dims(load_model("llama2-7b"))
     args = dict(micro_batch=1, seq_len=131072, tp=4, cp=4, sequence_parallel=1, flash_attention=1)
-    ring = layer_times(dims, H100_FA2, **args, cp_ring=1)
-    uly = layer_times(dims, H100_FA2, **args, cp_ring=0)
+    ring = layer_times(dims, H100_FA2, **args, cp_split=1)
+    uly = layer_times(dims, H100_FA2, **args, cp_split=0)
     # FA2's off-diagonal blocks are non-causal (faster per FLOP) but the ring pays merges and launches
     assert ring.forward_attention_s != uly.forward_attention_s
     one_f, _ = flash_attention_times(H100_FA2, 8, 131072 / 4, 131072, 128, 128, causal=True)
@@ -168,3 +168,41 @@ def test_analyze_reports_the_ring_slowdown_it_assumed():
     report = analyze(spec, load_cluster("dgx-h100"), config, AnalyzeOptions())
     cp = next(o for o in report.overlaps if o["dim"] == "cp")
     assert "3.0 % slower" in cp["reason"]
+
+
+def test_allgather_cp_messages_gather_the_whole_sequence_and_reduce_scatter_gradients():
+    from distcalc.traffic import Comm, cp_layer_messages, nonzero
+
+    b, s, kv, e, tp, cp = 1, 131072, 1024, 2, 2, 8
+    msgs = nonzero(cp_layer_messages(b, s, kv, 8192, e, tp, cp, 0, 0, allgather=1))
+    assert {m.collective for m in msgs} == {Comm.ALL_GATHER, Comm.REDUCE_SCATTER}
+    assert all(float(m.size_bytes) == 2 * b * s * kv * e / tp and not m.overlappable for m in msgs)
+    assert sum(float(m.count) for m in msgs if m.collective == Comm.ALL_GATHER) == 2  # forward + re-gather
+    full = nonzero(cp_layer_messages(b, s, kv, 8192, e, tp, cp, 0, 2, allgather=1))
+    assert sum(float(m.count) for m in full if m.collective == Comm.ALL_GATHER) == 3
+
+
+@settings(max_examples=40, deadline=None)
+@given(cp=st.integers(1, 32), chunks=st.integers(1, 64), heads=st.integers(1, 64))
+def test_allgather_split_conserves_the_causal_work(cp, chunks, heads):
+    from distcalc.compute.attention import allgather_attention_times
+
+    free = replace(H100, kernel_overhead_s=0.0, memory_efficiency=1e30)
+    s = 2 * cp * 128 * chunks
+    ag_f, ag_b = allgather_attention_times(free, heads, s, cp, 128, 128)
+    one_f, one_b = flash_attention_times(free, heads, s / cp, s, 128, 128, causal=True)
+    assert ag_f == pytest.approx(one_f, rel=1e-12) and ag_b == pytest.approx(one_b, rel=1e-12)
+
+
+def test_allgather_cp_is_exposed_and_reported():
+    spec = load_model("llama2-7b")
+    config = ParallelConfig(gpus=64, tp=4, cp=2, dp=8, micro_batch=1, global_batch=64, seq_len=65536,
+                            sequence_parallel=True, flash_attention=True)
+    options = AnalyzeOptions(cp_algorithm=ContextParallelAlgorithm.ALL_GATHER)
+    report = analyze(spec, load_cluster("dgx-h100"), config, options)
+    ring = analyze(spec, load_cluster("dgx-h100"), config, AnalyzeOptions())
+    assert report.time_breakdown["cp_exposed_s"] > ring.time_breakdown["cp_exposed_s"]
+    cp = next(o for o in report.overlaps if o["dim"] == "cp")
+    assert cp["hidden_behind"] == "nothing (critical path)" and "all-gather" in cp["reason"]
+    notes = {row["note"] for row in report.communication if row["dim"] == "cp"}
+    assert {"all-gather K,V", "re-gather K,V", "reduce-scatter dK,dV"} <= notes

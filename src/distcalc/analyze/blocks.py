@@ -22,6 +22,7 @@ from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
+from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
 from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -121,8 +122,10 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
     ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
+    allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
+    split = CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_RING
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
-                ep=ep, cp_ring=1 - ulysses)
+                ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
     moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
     frac = d.moe_layers / d.layers
@@ -132,7 +135,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     keys = _keys(c, o)
     h = d.hidden
     msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc,
+                                allgather)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)

@@ -13,10 +13,12 @@ from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
 class ContextParallelAlgorithm(str, Enum):
-    """How context parallelism exchanges keys/values: ring attention (Send/Recv) or Ulysses (AllToAll)."""
+    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
+    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
 
     RING = "ring"
     ULYSSES = "ulysses"
+    ALL_GATHER = "all-gather"
 
 
 class ElementwiseKernels(str, Enum):

@@ -43,6 +43,11 @@ def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
 
 
 def _cp(options: AnalyzeOptions, exposed: float, slowdown: float) -> OverlapAssumption:
+    if options.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER:
+        return OverlapAssumption("cp", "AllGather of K,V (forward, again in backward), ReduceScatter of dK,dV",
+                                 "nothing (critical path)", "cp_algorithm all-gather: the gathered K,V feed the "
+                                 "attention kernels (Llama 3 CP; TransformerEngine: \"KV all-gather ... is exposed\")",
+                                 exposed)
     if options.cp_algorithm == ContextParallelAlgorithm.ULYSSES:
         return OverlapAssumption("cp", "Ulysses AllToAll of q, k, v and the output", "nothing (critical path)",
                                  "cp_algorithm ulysses: the AllToAll feeds the attention kernel", exposed)

@@ -210,7 +210,7 @@ def register(app: typer.Typer) -> None:
         tp_overlap: Annotated[float, typer.Option(rich_help_panel=S, help="hidden fraction of overlappable TP "
                                                   "comm (0-1)")] = 0.0,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
-            rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+            rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "

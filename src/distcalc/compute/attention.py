@@ -35,6 +35,12 @@ and write running output, 3/4 of the steps' width: 4.5; half-block copy: 2·E_kv
 2·E_kv or 3·E_q), at ``η_mem`` of HBM bandwidth, with 3 extra kernels forward and 4 backward per step.
 Ulysses (all-to-all) CP runs one causal kernel over the whole sequence for ``heads/cp`` heads and is priced
 as one kernel.
+
+**All-gather CP** (Llama 3, Dubey et al. 2024 §3.3.2; TransformerEngine ``AttnFuncWithCPAndKVAllGather``):
+after gathering K and V each rank attends its two chunks c ∈ {r, 2cp−1−r} of q = s/2cp queries to the key
+prefix they see, ``[0, (c+1)·q)``: two kernels, each a non-causal ``q × c·q`` rectangle plus a causal
+``q × q`` diagonal block. Over the two chunks that is ``(2cp−1)·q²`` non-causal and two causal ``q²/2``
+pairs — the same ``s²/2cp`` as the ring, without the merges (each kernel sees its whole key prefix).
 """
 
 from __future__ import annotations
@@ -55,6 +61,11 @@ ArrayLike = Any
 RING_MERGE_FORWARD_BYTES = (5.5, 2.0)
 RING_MERGE_BACKWARD_BYTES = (7.5, 11.0)
 RING_MERGE_KERNELS = (3, 4)
+
+
+#: how a rank's causal attention splits into kernels under context parallelism (``layer_times(cp_split=…)``):
+#: one causal kernel (no CP, Ulysses), the ring's steps, or all-gather's two prefix kernels
+CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER = 0, 1, 2
 
 
 class AttentionKernel(str, Enum):
@@ -124,3 +135,18 @@ def ring_attention_times(device: DeviceCompute, batch_heads: ArrayLike, seq_len:
     merge_b = elementwise_time_s(later * (qb * np.asarray(q_elements, dtype=float) + kvb * kv_elements), device,
                                  later * kb)
     return diag_f + later * step_f + merge_f, diag_b + later * step_b + merge_b
+
+
+def allgather_attention_times(device: DeviceCompute, batch_heads: ArrayLike, seq_len: ArrayLike, cp: ArrayLike,
+                              head_dim: int, v_head_dim: int) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of one rank's causal attention under all-gather context parallelism
+    (module docstring): two kernels, together ``(2cp−1)·q²`` non-causal and ``2 × q²/2`` causal pairs with
+    q = s/(2·cp), each with its own launch."""
+    q = np.divide(seq_len, np.multiply(2.0, cp))
+    rect_f, rect_b = flash_attention_times(device, batch_heads, q, np.multiply(q, np.subtract(np.multiply(2.0, cp), 1)),
+                                           head_dim, v_head_dim, causal=False)
+    diag_f, diag_b = flash_attention_times(device, batch_heads, q, q, head_dim, v_head_dim, causal=True)
+    # two kernels in all: the rectangle and one diagonal block priced above carry one launch each, the
+    # second diagonal block's work is added without a launch of its own
+    launch = device.kernel_overhead_s
+    return rect_f + 2.0 * diag_f - launch, rect_b + 2.0 * diag_b - launch

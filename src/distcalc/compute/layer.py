@@ -62,7 +62,8 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.compute.attention import flash_attention_times, ring_attention_times
+from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
+                                        flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
@@ -109,11 +110,11 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
 
 
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
-                    cp: ArrayLike, flash: ArrayLike, cp_ring: ArrayLike = 1) -> tuple[ArrayLike, ArrayLike]:
+                    cp: ArrayLike, flash: ArrayLike, cp_split: ArrayLike = CP_SPLIT_RING) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
-    precision also under FP8 training (``device.attention``). Fused attention under ring context parallelism
-    (``cp_ring``) runs as the ring's kernels and merges (:func:`distcalc.compute.attention.ring_attention_times`);
-    without CP or under Ulysses CP as one causal kernel."""
+    precision also under FP8 training (``device.attention``). Fused attention under context parallelism runs
+    as ``cp_split`` says (:mod:`distcalc.compute.attention`): the ring's kernels and merges, all-gather's two
+    prefix kernels, or (no CP, Ulysses) one causal kernel."""
     device = sixteen_bit(device)
     heads = np.divide(dims.heads, t)
     sq = np.divide(s, cp)
@@ -134,8 +135,10 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     q_elements = batch * sq * float(d)
     kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
     ring_f, ring_b = ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements)
-    ring = (np.asarray(cp_ring) != 0) & (np.asarray(cp) > 1)
-    flash_fwd, flash_bwd = np.where(ring, ring_f, one_f), np.where(ring, ring_b, one_b)
+    ag_f, ag_b = allgather_attention_times(device, batch, s, cp, d, dv)
+    split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
+    flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
+    flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 
@@ -143,9 +146,9 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
                 flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
-                cp_ring: ArrayLike = 1) -> LayerTimes:
-    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_ring``:
-    context parallelism by ring attention (else Ulysses all-to-all)."""
+                cp_split: ArrayLike = CP_SPLIT_RING) -> LayerTimes:
+    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
+    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``)."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
@@ -183,7 +186,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
     fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
 
-    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention, cp_ring)
+    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention, cp_split)
 
     drop = 1.0 if dims.hidden_dropout else 0.0
     eager = device.eager_elementwise
