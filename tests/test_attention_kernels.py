@@ -153,12 +153,22 @@ def test_network_ring_slowdown_is_the_nccl_ctas_and_nic_stream_share():
 
 
 @settings(max_examples=40, deadline=None)
-@given(ring_f=st.floats(0, 1), ring_b=st.floats(0, 2), attn=st.floats(0, 1), kappa=st.floats(0, 0.9))
-def test_ring_exposure_is_bounded_by_the_transfer(ring_f, ring_b, attn, kappa):
+@given(ring_f=st.floats(0, 1), ring_b=st.floats(0, 2), attn=st.floats(0, 1), kappa=st.floats(0, 0.9),
+       cp=st.integers(2, 64))
+def test_ring_exposure_is_bounded_by_the_transfer(ring_f, ring_b, attn, kappa, cp):
     from distcalc.analyze.cp_ring import ring_exposed_s
 
-    forward, both = ring_exposed_s(ring_f, ring_b, attn, kappa)
+    forward, both = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
     assert 0 <= forward <= ring_f + 1e-12 and forward <= both <= ring_f + ring_b + 1e-12
+
+
+def test_ring_exposure_is_per_step():
+    # cp steps of equal attention, cp-1 transfers: each transfer hides behind one step
+    from distcalc.analyze.cp_ring import ring_exposed_s
+
+    cp, step, transfer = 4, 1.0, 1.5
+    forward, _ = ring_exposed_s((cp - 1) * transfer, 0.0, cp * step, 0.0, cp)
+    assert forward == pytest.approx((cp - 1) * (transfer - step))
 
 
 def test_analyze_reports_the_ring_slowdown_it_assumed():

@@ -160,7 +160,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
     ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
     kappa = ring_slowdown(cp, keys[Dim.CP].stride, device, cluster, o.overlap_compute_slowdown)
-    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa)
+    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
     cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
     cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac

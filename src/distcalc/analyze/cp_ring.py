@@ -1,10 +1,12 @@
 """Context-parallel ring attention: how much of its K/V exchange the attention kernels hide.
 
 Ring attention (TransformerEngine ``AttnFuncWithCP``) posts step i+1's K,V Send/Recv before running step
-i's attention kernel, so per layer the forward exchange hides behind the forward attention and the
-backward exchange (K,V and dK,dV) behind the backward attention (≈ 2 × the forward time): the exposed part
-is ``max(ring − attention, 0)`` and the overlapped attention runs slower by the fraction κ of the GPU the
-communication kernel takes while it runs, ``κ · min(ring, attention)``.
+i's attention kernel: the cp − 1 transfers of a layer each overlap one of the cp equal steps (the load-balanced
+split gives every step the same query–key pairs, :mod:`distcalc.compute.attention`), and the last step has no
+transfer behind it. Per step the exposed part is ``max(t_transfer − t_step, 0)``, so per layer
+``max(ring − (cp−1)/cp · attention, 0)`` forward, and the same against the backward attention (≈ 2 × the
+forward time) for the K,V and dK,dV passes; the overlapped attention runs slower by the fraction κ of the GPU
+the communication kernel takes while it runs, ``κ · min(ring, (cp−1)/cp · attention)``.
 
 κ depends on the link the ring waits on:
 
@@ -54,10 +56,12 @@ def ring_slowdown(cp: ArrayLike, cp_stride: ArrayLike, device: DeviceCompute, cl
     return np.where(spans_nodes(cp, cp_stride, cluster.gpus_per_node), net, overlap_compute_slowdown)
 
 
-def ring_exposed_s(ring_f: ArrayLike, ring_b: ArrayLike, attention_f: ArrayLike,
-                   kappa: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
-    """(forward, forward + backward) seconds the ring's overlappable exchange adds to one layer: the excess
-    over the attention it hides behind plus the slowdown κ of the overlapped attention."""
-    forward = np.maximum(ring_f - attention_f, 0.0) + kappa * np.minimum(ring_f, attention_f)
-    backward = np.maximum(ring_b - 2.0 * attention_f, 0.0) + kappa * np.minimum(ring_b, 2.0 * attention_f)
+def ring_exposed_s(ring_f: ArrayLike, ring_b: ArrayLike, attention_f: ArrayLike, kappa: ArrayLike,
+                   cp: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, forward + backward) seconds the ring's overlappable exchange adds to one layer: per step the
+    excess of the transfer over the step's attention, plus the slowdown κ of the overlapped attention
+    (module docstring)."""
+    window = attention_f * np.divide(np.maximum(np.subtract(cp, 1), 0), np.maximum(cp, 1))
+    forward = np.maximum(ring_f - window, 0.0) + kappa * np.minimum(ring_f, window)
+    backward = np.maximum(ring_b - 2.0 * window, 0.0) + kappa * np.minimum(ring_b, 2.0 * window)
     return forward, forward + backward
