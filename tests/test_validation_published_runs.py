@@ -45,7 +45,7 @@ def test_zero_bubble_rows_keep_their_schedule_and_stage_split():
 def test_fsdp_rows_are_zero3_and_megatron_rows_use_the_distributed_optimizer():
     fsdp = run_inputs(RUNS["torchtitan_a100_fsdp2_8b_l3_64g_selectiveop"])
     assert fsdp.config.zero == 3 and not fsdp.config.distributed_optimizer
-    assert fsdp.config.recompute is Recompute.SELECTIVE
+    assert fsdp.config.recompute is Recompute.SELECTIVE_OP  # "op-level selective AC": torchtitan's op SAC
     megatron = run_inputs(RUNS["nara21_1p7b"])
     assert megatron.config.zero == 0 and megatron.config.recompute is Recompute.FULL
     assert megatron.spec.norm_type.value == "layernorm" and megatron.spec.attention_qkv_bias

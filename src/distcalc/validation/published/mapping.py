@@ -16,7 +16,8 @@ Rules, column by column:
   fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
 * Parallel configuration: tp/pp/dp/cp/ep/vpp, micro-batch (printed or the row's ``assumed_micro_batch``),
   global batch, sequence length, recompute (``not printed`` → none: the NeMo/Megatron-Bridge performance
-  recipes of these sizes run without recomputation), sequence parallelism, flash attention (``unknown`` →
+  recipes of these sizes run without recomputation; selective with ``recompute_detail`` "op-level" →
+  ``selective-op``, torchtitan's op-level selective AC), sequence parallelism, flash attention (``unknown`` →
   on), ZeRO: ``fsdp`` → ZeRO-3; Megatron's distributed optimizer → ``distributed_optimizer``; DeepSpeed
   ZeRO-1 → ``zero`` 1. The schedule named in ``config_details`` (Zero Bubble rows) or interleaved when
   vpp > 1. "first and last PP stage hold one layer fewer" → ``account_for_embedding_and_loss``.
@@ -175,6 +176,8 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
 
 
 def _recompute(run: PublishedRun) -> tuple[Recompute, str | None]:
+    if run.recompute.lower() == "selective" and "op-level" in run.recompute_detail:
+        return Recompute.SELECTIVE_OP, None  # torchtitan's op-level selective AC (distcalc.op_checkpoint)
     for value in Recompute:  # "full", "selective (op-level)", ...
         if run.recompute.lower().startswith(value.value):
             return value, None
