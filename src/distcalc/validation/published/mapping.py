@@ -27,7 +27,8 @@ Rules, column by column:
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
-  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
+  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels
+from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -240,6 +241,9 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
         elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
+        # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
+        # (IBM fms-fsdp) and ZeRO gather into flat buffers
+        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
     )
 
 
