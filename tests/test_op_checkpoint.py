@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distcalc.analyze import analyze
+from distcalc.analyze import AnalyzeOptions, AttentionKernel, analyze
 from distcalc.compute import load_device, model_dims
-from distcalc.compute.device import gemm_time_s
+from distcalc.compute.device import gemm_time_s, with_flash2
 from distcalc.compute.flops import recompute_flops_per_token
 from distcalc.compute.layer import layer_times
 from distcalc.memory.activations import layer_activation_bytes
@@ -72,3 +72,16 @@ def test_torchtitan_op_level_row_maps_to_selective_op():
     rows = {c.run.case_id: c for c in comparisons() if c.run.source == "torchtitan_A100_2024-08"}
     assert rows["torchtitan_a100_fsdp2_8b_l3_64g_selectiveop"].inputs.config.recompute is Recompute.SELECTIVE_OP
     assert rows["torchtitan_a100_fsdp2_70b_l3_64g_full"].inputs.config.recompute is Recompute.FULL
+
+
+def test_sdpa_fa2_prices_hopper_attention_at_flashattention2_rates():
+    """PyTorch SDPA's FlashAttention-2 on H100: the preset's flash2_* efficiencies (35 % forward, FA3 paper);
+    on A100 the preset's flash rates already are FlashAttention-2's, so nothing changes."""
+    h100 = load_device("h100-sxm")
+    fa2 = with_flash2(h100)
+    assert (fa2.flash_forward_efficiency, fa2.flash_backward_efficiency) == (0.35, 0.30)
+    assert with_flash2(load_device("a100-80gb")) == load_device("a100-80gb")
+    config = ParallelConfig(gpus=8, dp=8, micro_batch=1, global_batch=8, seq_len=8192)
+    sdpa = AnalyzeOptions(attention_kernel=AttentionKernel.SDPA_FA2)
+    assert analyze("llama3-8b", "dgx-h100", config, sdpa).step_time_s > analyze("llama3-8b", "dgx-h100", config).step_time_s
+    assert analyze("llama3-8b", "dgx-a100", config, sdpa).step_time_s == analyze("llama3-8b", "dgx-a100", config).step_time_s

@@ -47,10 +47,11 @@ from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
-from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import AnalyzeOptions, AttentionKernel, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
+from distcalc.compute.device import with_flash2
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset, stage_layer_split
@@ -237,6 +238,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         cluster = with_calibration(cluster, o.calibration)
     if o.elementwise_kernels is ElementwiseKernels.EAGER:
         device = replace(device, eager_elementwise=True)
+    if o.attention_kernel is AttentionKernel.SDPA_FA2:
+        device = with_flash2(device)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape

@@ -28,6 +28,16 @@ class ElementwiseKernels(str, Enum):
     EAGER = "eager"
 
 
+class AttentionKernel(str, Enum):
+    """Which fused attention kernel the framework calls: the GPU preset's (``fused``: cuDNN / TransformerEngine
+    or FlashAttention-3 on Hopper, FlashAttention-2 on Ampere) or PyTorch ``scaled_dot_product_attention``'s
+    flash backend, FlashAttention-2 (``sdpa-fa2``, PyTorch 2.2+), which uses none of Hopper's asynchronous
+    features (compute.yaml ``flash2_*_efficiency``; :func:`distcalc.compute.device.with_flash2`)."""
+
+    FUSED = "fused"
+    SDPA_FA2 = "sdpa-fa2"
+
+
 class FsdpSharding(str, Enum):
     """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
     FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
@@ -80,6 +90,8 @@ class AnalyzeOptions(BaseModel):
       RoPE of a PyTorch-eager Llama as their composite ops (:class:`ElementwiseKernels`).
     * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
       (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
+    * ``attention_kernel`` ``fused``: the preset's flash efficiencies; ``sdpa-fa2`` PyTorch SDPA's
+      FlashAttention-2 (:class:`AttentionKernel`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -107,6 +119,8 @@ class AnalyzeOptions(BaseModel):
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
                                         "per-parameter sharding with copy kernels (FSDP2)")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED, description="preset's fused attention "
+                                              "kernel or PyTorch SDPA's FlashAttention-2")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

@@ -49,7 +49,7 @@ peak); the FP8 power limit is measured on its own.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,9 @@ class DeviceCompute:
     quantize_bytes_per_element: float = 0.0
     #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
     eager_elementwise: bool = False
+    #: FlashAttention-2 (PyTorch SDPA's flash backend) efficiencies where they differ from flash_* (Hopper)
+    flash2_forward_efficiency: float | None = None
+    flash2_backward_efficiency: float | None = None
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -227,7 +230,23 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
         power_limited_flops_per_s=_power_limit(entry, dtype),
+        flash2_forward_efficiency=_optional(entry, "flash2_forward_efficiency"),
+        flash2_backward_efficiency=_optional(entry, "flash2_backward_efficiency"),
     )
+
+
+def _optional(entry: dict[str, Any], key: str) -> float | None:
+    value = entry.get(key)
+    return None if value is None else float(value)
+
+
+def with_flash2(device: DeviceCompute) -> DeviceCompute:
+    """The device running PyTorch SDPA's FlashAttention-2 kernels: its ``flash2_*`` efficiencies in place of
+    ``flash_*`` where the preset has them (also on the 16-bit twin that runs FP8 training's attention)."""
+    fwd = device.flash2_forward_efficiency or device.flash_forward_efficiency
+    bwd = device.flash2_backward_efficiency or device.flash_backward_efficiency
+    attention = with_flash2(device.attention) if device.attention is not None else None
+    return replace(device, flash_forward_efficiency=fwd, flash_backward_efficiency=bwd, attention=attention)
 
 
 def _power_limit(entry: dict[str, Any], dtype: Any) -> float:

@@ -28,7 +28,8 @@ Rules, column by column:
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
   torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE);
-  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels).
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  "SDPA flash" → ``attention_kernel`` sdpa-fa2 (PyTorch SDPA's FlashAttention-2, slower than FA3 on Hopper).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -244,6 +245,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
         # (IBM fms-fsdp) and ZeRO gather into flat buffers
         fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        # "flash_attention: SDPA flash" (torchtitan, IBM fms-fsdp): PyTorch SDPA's FlashAttention-2 kernels
+        attention_kernel=AttentionKernel.SDPA_FA2 if "SDPA flash" in run.config_details else AttentionKernel.FUSED,
     )
 
 
