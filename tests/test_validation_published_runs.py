@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from distcalc.analyze import AttentionKernel, ElementwiseKernels, FsdpSharding
 from distcalc.cli import app
 from distcalc.memory import MemoryBasis, memory_report
 from distcalc.parallel import ParallelConfig, Recompute
@@ -130,3 +131,17 @@ def test_mixtral_style_moe_detail_reads_experts_and_top_k():
     assert spec.parameters == pytest.approx(46.70e9, rel=1e-3)  # Mixtral 8x7B's published 46.7B
     with pytest.raises(NotExpressible, match="moe_detail not understood"):
         _moe_fields("a mixture of experts", 14336)
+
+
+def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
+    """torchtitan (no compile, plain rmsnorm) and the IBM FSDP blog's fms-fsdp runs (before its torch.compile
+    follow-up) price RMSNorm/SwiGLU/RoPE as eager ops and attention as SDPA FlashAttention-2; FSDP2 rows copy
+    per parameter, FSDP1 rows do not; Megatron rows keep fused kernels."""
+    ibm = run_inputs(RUNS["ibmfsdp_7b_h100_96g"]).options
+    titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).options
+    megatron = run_inputs(RUNS["nara21_1p7b"]).options
+    assert ibm.elementwise_kernels is titan.elementwise_kernels is ElementwiseKernels.EAGER
+    assert megatron.elementwise_kernels is ElementwiseKernels.FUSED
+    assert ibm.attention_kernel is titan.attention_kernel is AttentionKernel.SDPA_FA2
+    assert megatron.attention_kernel is AttentionKernel.FUSED
+    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT)

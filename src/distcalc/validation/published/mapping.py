@@ -27,7 +27,8 @@ Rules, column by column:
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
-  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE);
+  torchtitan and IBM fms-fsdp (the 2024 FSDP blog's runs, before its torch.compile follow-up) →
+  ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
   "SDPA flash" → ``attention_kernel`` sdpa-fa2 (PyTorch SDPA's FlashAttention-2, slower than FA3 on Hopper).
 """
@@ -240,8 +241,11 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         else ContextParallelAlgorithm.RING,
         grad_reduce_bytes=reduce_bytes,
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
-        # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
-        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
+        # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
+        # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
+        # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
+        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework or "fms-fsdp" in run.framework
+        else ElementwiseKernels.FUSED,
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
         # (IBM fms-fsdp) and ZeRO gather into flat buffers
         fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
