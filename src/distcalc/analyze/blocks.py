@@ -199,16 +199,23 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, fi
     return np.maximum(end, np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0))
 
 
-def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
-    """One FSDP unit's AllGather and ReduceScatter (a transformer block on this rank: its parameters after
-    TP and EP division) and the root unit's (embedding + output layer with one stage, the larger of the two
-    on a pipeline's end stages); :mod:`distcalc.analyze.fsdp` prices their overlap."""
+def fsdp_unit_parameters(d: ModelDims, c: dict[str, np.ndarray], ones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block, root) parameters of one FSDP unit on this rank: a transformer block after TP and EP division,
+    and the root unit (embedding + output layer with one stage, the larger of the two on a pipeline's end
+    stages)."""
     tp = np.asarray(c["tp"], dtype=float)
     expert = d.expert_parameters_per_layer
     layer = ((d.parameters_per_layer - expert) / tp + expert / (tp * np.asarray(c["ep"], dtype=float))) * ones
     head = 0 if d.tied_embeddings else d.lm_head_parameters
     root = np.where(np.asarray(c["pp"]) > 1, max(d.embedding_parameters, d.lm_head_parameters),
                     d.embedding_parameters + head) / tp * ones
+    return layer, root
+
+
+def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """One FSDP unit's AllGather and ReduceScatter and the root unit's (:func:`fsdp_unit_parameters`);
+    :mod:`distcalc.analyze.fsdp` prices their overlap."""
+    layer, root = fsdp_unit_parameters(d, c, ones)
     return [Message(Dim.DP, Comm.ALL_GATHER, layer * o.param_gather_bytes, ones, Phase.FORWARD, True,
                     "FSDP unit AllGather (one block)"),
             Message(Dim.DP, Comm.REDUCE_SCATTER, layer * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
@@ -261,6 +268,7 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
                     priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
+    out["fsdp_unit_params"], out["fsdp_root_params"] = fsdp_unit_parameters(d, c, ones)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
     out["_sync_entries"] = sync_entries

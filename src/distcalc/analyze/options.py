@@ -31,6 +31,16 @@ class ElementwiseKernels(str, Enum):
     EAGER = "eager"
 
 
+class FsdpSharding(str, Enum):
+    """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
+    FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
+    its own (FSDP2 ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and
+    every gradient into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
+
+    FLAT = "flat"
+    PER_PARAMETER = "per-parameter"
+
+
 class AnalyzeOptions(BaseModel):
     """Software behaviour the step time depends on. Defaults describe Megatron-LM (Megatron-Core) runs:
 
@@ -75,6 +85,8 @@ class AnalyzeOptions(BaseModel):
       TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
       attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
       :mod:`distcalc.compute.attention`).
+    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
+      (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -100,6 +112,8 @@ class AnalyzeOptions(BaseModel):
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
+                                        "per-parameter sharding with copy kernels (FSDP2)")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")

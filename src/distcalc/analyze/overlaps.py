@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
 from distcalc.parallel import ParallelConfig
 
 
@@ -66,6 +66,13 @@ def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
                              "pipeline_p2p_overlap off: blocking Send/Recv of the 1F1B schedule", exposed)
 
 
+def _fsdp_copies(options: AnalyzeOptions) -> str:
+    """The FSDP2 copy kernels that sit on the compute stream (counted in the exposed time)."""
+    if options.fsdp_sharding is not FsdpSharding.PER_PARAMETER:
+        return ""
+    return "; FSDP2 per-parameter sharding: each gather's copy-out and each reduce-scatter's copy-in run serially"
+
+
 def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
     zero = max(config.zero_stage, 1 if options.distributed_optimizer else 0)
     slow = f"compute {100 * options.overlap_compute_slowdown:.1f} % slower while they overlap it"
@@ -77,7 +84,7 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
             "dp", "ZeRO-3/FSDP per-block parameter AllGather (forward and again in backward) and gradient "
             "ReduceScatter", "the neighbouring block's forward / backward (one unit prefetched)",
             "FSDP prefetch: the root's and first block's gather and the last ReduceScatters are exposed, and a "
-            f"block's excess where its collectives outlast its compute; {slow}", exposed)
+            f"block's excess where its collectives outlast its compute; {slow}{_fsdp_copies(options)}", exposed)
     what = "gradient AllReduce" if zero == 0 else "gradient ReduceScatter + updated-parameter AllGather"
     if not options.overlap_grad_reduce:
         return OverlapAssumption("dp", what, "nothing (after the backward pass)",

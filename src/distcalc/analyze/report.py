@@ -79,7 +79,7 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
 
     ``batch`` maps field names to NumPy integer arrays (or scalars), broadcast together:
     ``tp, pp, dp, cp, ep, vpp, micro_batch, global_batch`` (sequences per step; default micro_batch·dp),
-    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full), ``sequence_parallel`` (0/1),
+    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full, 3 selective-op), ``sequence_parallel`` (0/1),
     ``schedule`` (0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble), ``flash_attention`` (0/1, default 1),
     ``seq_len`` (default 2048), ``account_for_embedding_and_loss`` (0/1: the embedding and the loss take a
     layer slot each in the pipeline split). Configurations are assumed valid (``distcalc.parallel`` checks them).
@@ -229,7 +229,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                "mfu_formula": "model_flops / (step_time_s * gpus * peak); model_flops = 3 * B*s * forward "
                               "FLOPs/token (= 72*B*L*s*h^2*(1 + s/6h + V/12hL) for GPT, Korthikanti App. A)",
                "hfu_formula": "as MFU with recomputed forward FLOPs added (selective: attention core; full: "
-                              "every layer's forward)"},
+                              "every layer's forward; selective-op: its recomputed projections)"},
         options=options.model_dump(mode="json"),
         pipeline={"micro_batches": int(f("micro_batches")), "schedule": config.resolved_schedule.value,
                   "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],

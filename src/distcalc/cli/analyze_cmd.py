@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, StepReport
+from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
@@ -228,6 +228,9 @@ def register(app: typer.Typer) -> None:
         attention_kernel: Annotated[AttentionKernel, typer.Option(
             rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
                                     "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+        fsdp_sharding: Annotated[FsdpSharding, typer.Option(
+            rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
+                                    "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

@@ -52,7 +52,11 @@ LayerNorm and GeLU are single native kernels in eager PyTorch too (``F.layer_nor
 models keep the fused counts.
 
 Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
-FlashAttention, whose backward already recomputes); full re-runs the layer's forward.
+FlashAttention, whose backward already recomputes); full re-runs the layer's forward. torchtitan's op-level
+selective checkpointing (``selective-op``, :mod:`distcalc.op_checkpoint`) re-runs every second linear
+projection of the block (Llama: wk, wo, w3), all the forward elementwise kernels, and the attention core
+when it is not a flash/SDPA kernel (whose output the policy saves); an MoE layer's experts are not ``aten.mm``
+calls and are counted as saved.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allga
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.op_checkpoint import block_projections, op_sac_split
 
 ArrayLike = Any
 
@@ -212,10 +217,26 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     backward = dgrad + wgrad + attn_bwd + bwd_el
     r = np.asarray(recompute)
     flash = np.asarray(flash_attention) != 0
-    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, 0.0))
+    op_sac = op_sac_recompute_gemm_s(dims, device, tokens, t, moe) + fwd_el + np.where(flash, 0.0, attn_fwd)
+    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, np.where(r == 3, op_sac, 0.0)))
     return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
                       forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
                       backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)
+
+
+def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, tp: ArrayLike,
+                            moe: bool = False) -> ArrayLike:
+    """Forward seconds of the projections op-level selective checkpointing recomputes (every second
+    ``aten.mm`` of the block, :func:`distcalc.op_checkpoint.op_sac_split`), TP-split as Megatron/DTensor
+    split them (column-parallel outputs, row-parallel inputs)."""
+    projections = block_projections(dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.v_head_dim,
+                                    dims.ffn, dims.gated, with_mlp=not moe)
+    total = 0.0
+    for p in op_sac_split(projections)[1]:
+        out_w = p.out_width if p.row_parallel else np.divide(p.out_width, tp)
+        in_w = np.divide(p.in_width, tp) if p.row_parallel else p.in_width
+        total = total + gemm_time_s(1, tokens, out_w, in_w, device)
+    return total
 
 
 @dataclass(frozen=True)
