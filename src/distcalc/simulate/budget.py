@@ -6,8 +6,13 @@ five copies: data, buffers, expected values, snapshots). Both are bounded from b
 generated (:func:`check_before_generation`: a case refused there cannot fit whatever the schedule) and
 checked exactly before execution (:func:`check_schedule`), against :func:`memory_budget_bytes`.
 
-:data:`BYTES_PER_TRANSFER` is measured: ``distcalc simulate all-reduce --gpus 4096`` (ring on a switch,
-2·4096·4095 = 33.5 M transfers) reached 10.3 GB resident before it was stopped, about 320 B per transfer.
+:data:`BYTES_PER_TRANSFER` and :data:`BYTES_PER_STEP_LINK` are measured: ring All-Reduce on a switch
+(``simulate("all-reduce", 1 GiB, switch, "ring")``, peak resident set of the whole process) took 497 MB at
+1,024 ranks (2.1 M transfers), 882 MB at 1,400 (3.9 M) and 1,753 MB at 2,048 (8.4 M): 190–195 B per
+transfer once the per-step link-load matrix (``steps × links`` float64 plus the bincount it is built from,
+16 B per entry: 134 MB twice at 2,048 ranks) and the interpreter (~60 MB) are taken out; 200 B is kept.
+(Before the matrix was counted separately, ``--gpus 4096`` — 33.5 M transfers, a 537 MB matrix — was
+measured at 10.3 GB resident, about 320 B per transfer all included.)
 """
 
 from __future__ import annotations
@@ -17,7 +22,9 @@ import os
 from distcalc.errors import ConfigError
 
 #: Resident bytes per schedule row, generated + routed + timed (measured, module docstring).
-BYTES_PER_TRANSFER = 320
+BYTES_PER_TRANSFER = 200
+#: Resident bytes per (step, link) entry of the routed link loads (float64 matrix + its bincount).
+BYTES_PER_STEP_LINK = 16
 #: float64 copies of the executed buffers alive at once (data, buffers, expected, snapshot, comparison).
 BUFFER_COPIES = 5
 #: Upper end of the budget: a simulation is a check of an algorithm, not a big-data job.
@@ -100,10 +107,13 @@ def out_of_memory(kind: str, algorithm: str, gpus: int) -> ConfigError:
                        "--elements (the analytic `distcalc collective` has no such limit)")
 
 
-def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int) -> None:
-    """The exact check once the schedule exists, before it is executed and routed."""
+def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int,
+                   step_links: int = 0) -> None:
+    """The exact check once the schedule exists, before it is executed and routed (``step_links``: steps ×
+    directed links of the topology, the size of the link-load matrix)."""
     budget = memory_budget_bytes()
-    need = transfers * BYTES_PER_TRANSFER + float(nodes) * chunks * elements * 8 * BUFFER_COPIES
+    need = (transfers * BYTES_PER_TRANSFER + float(step_links) * BYTES_PER_STEP_LINK
+            + float(nodes) * chunks * elements * 8 * BUFFER_COPIES)
     if need > budget:
         raise _refuse(f"{kind} ({algorithm}) with {transfers:,} transfers over {chunks:,} chunks × {elements:,} "
                       "elements", need, budget)
