@@ -3,8 +3,9 @@
 Cases: ring AllReduce on 1024 ranks (physical ring and ideal switch) and dimension-sequential AllReduce on a
 32×32 torus, 1 GiB buffer, B = 100 GB/s, α = 5 µs. Each run generates the schedule, executes it on NumPy
 buffers (1 element per chunk), verifies the result, routes every transfer and times it — the whole
-``distcalc.simulate.simulate`` call. Target: ≤ 2 s each on a 2-core machine. Issue 18's scale case, ring
-AllReduce on 2,048 ranks of a switch (8.4 M transfers), targets < 10 s and < 2 GiB; ``peak_MB`` is the
+``distcalc.simulate.simulate`` call. Target: ≤ 2 s each on a 2-core machine. Issue 18's scale cases, direct
+All-to-All on 1,024 ranks (1 M transfers, checked by provenance) and ring AllReduce on 2,048 ranks of a
+switch (8.4 M transfers), target < 10 s and < 2 GiB each; ``peak_MB`` is the
 process's peak resident set so far (cases run smallest first).
 
     .venv/bin/python benchmarks/simulate_scale.py [--repeat 3]
@@ -24,6 +25,7 @@ CASES = [
     ("ring AllReduce, 1024-GPU ring", "all-reduce", "ring", 1024, None, "ring"),
     ("ring AllReduce, 1024-GPU switch", "all-reduce", "switch", 1024, None, "ring"),
     ("dim-sequential AllReduce, 32x32 torus", "all-reduce", "torus", 1024, (32, 32), "dim-sequential"),
+    ("direct All-to-All, 1024-GPU switch", "all-to-all", "switch", 1024, None, "direct"),
     ("ring AllReduce, 2048-GPU switch", "all-reduce", "switch", 2048, None, "ring"),
 ]
 

@@ -27,6 +27,9 @@ BYTES_PER_TRANSFER = 200
 BYTES_PER_STEP_LINK = 16
 #: float64 copies of the executed buffers alive at once (data, buffers, expected, snapshot, comparison).
 BUFFER_COPIES = 5
+#: Provenance check of All-to-All: chunk ids, first-acquisition keys and steps, sort order (int64 each), and
+#: the sender/receiver arrays: 8 int64 per chunk, counted, not measured.
+PROVENANCE_BYTES_PER_CHUNK = 64
 #: Upper end of the budget: a simulation is a check of an algorithm, not a big-data job.
 MAX_BUDGET_BYTES = 2 << 30
 #: Most simulated ranks (the analytic ``distcalc collective`` takes up to 2^20): some schedules hold N² index
@@ -88,6 +91,17 @@ def transfers_lower_bound(kind: str, algorithm: str, gpus: int) -> int:
     return n - 1
 
 
+def executed_bytes(kind: str, nodes: int, chunks: int, elements: int) -> float:
+    """Memory of executing the schedule: dense float64 buffers (``nodes × chunks × elements``, about
+    :data:`BUFFER_COPIES` copies), or for All-to-All, checked by provenance, a few int64 arrays per chunk
+    (:data:`PROVENANCE_BYTES_PER_CHUNK`; its per-transfer arrays are inside :data:`BYTES_PER_TRANSFER`)."""
+    if elements == 0:
+        return 0.0
+    if kind == "all-to-all":
+        return float(chunks) * PROVENANCE_BYTES_PER_CHUNK
+    return float(nodes) * chunks * elements * 8 * BUFFER_COPIES
+
+
 def check_before_generation(kind: str, algorithm: str, gpus: int, elements: int) -> None:
     """Refuse, before the schedule is generated, a case whose *least* possible cost (the transfers of
     :func:`transfers_lower_bound`, the buffers of :func:`chunks_lower_bound`) already exceeds the budget."""
@@ -96,7 +110,7 @@ def check_before_generation(kind: str, algorithm: str, gpus: int, elements: int)
     if transfers * BYTES_PER_TRANSFER > budget:
         raise _refuse(f"{kind} ({algorithm}) on {gpus:,} GPUs (at least {transfers:,} transfers)",
                       transfers * BYTES_PER_TRANSFER, budget)
-    buffers = float(gpus) * chunks_lower_bound(kind, gpus) * elements * 8 * BUFFER_COPIES
+    buffers = executed_bytes(kind, gpus, chunks_lower_bound(kind, gpus), elements)
     if buffers > budget:
         raise _refuse(f"{kind} on {gpus:,} GPUs with --elements {elements:,} (executed buffers)", buffers, budget)
 
@@ -113,7 +127,7 @@ def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers
     directed links of the topology, the size of the link-load matrix)."""
     budget = memory_budget_bytes()
     need = (transfers * BYTES_PER_TRANSFER + float(step_links) * BYTES_PER_STEP_LINK
-            + float(nodes) * chunks * elements * 8 * BUFFER_COPIES)
+            + executed_bytes(kind, nodes, chunks, elements))
     if need > budget:
         raise _refuse(f"{kind} ({algorithm}) with {transfers:,} transfers over {chunks:,} chunks × {elements:,} "
                       "elements", need, budget)
