@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 from distcalc.cluster import load_cluster
 from distcalc.collective.nccl_cluster import nccl_system
 from distcalc.collective.nccl_constants import NcclAlgo, NcclVersion
+from distcalc.collective.nccl_graph import NcclSystem
 from distcalc.collective.nccl_nvls import channel_bytes, nvls_allreduce_terms_s, nvls_chunk_bytes
 from distcalc.collective.nccl_tuner import nccl_estimate
 
@@ -27,8 +28,25 @@ def test_chunk_follows_enqueue_thresholds(size, chunk):
 
 
 def test_multi_node_slow_nvls_caps_chunk_in_2_20_only():
-    assert nvls_chunk_bytes(V20, 8 << 30, 16, 8, nodes=2, nvls_bus_gbps=100.0) == 32768
-    assert nvls_chunk_bytes(V18, 8 << 30, 16, 8, nodes=2, nvls_bus_gbps=100.0) == 131072
+    assert nvls_chunk_bytes(V20, 8 << 30, 16, 8, nodes=2, nvls_bandwidth_gbps=100.0) == 32768
+    assert nvls_chunk_bytes(V18, 8 << 30, 16, 8, nodes=2, nvls_bandwidth_gbps=100.0) == 131072
+
+
+def test_multi_node_nvls_with_sharp_is_timed_with_the_capped_chunk():
+    # 2 nodes of 8 H100 with SHARP: NCCL runs NVLS across nodes. With 8 x 12.5 GB/s NICs NCCL's NVLS bandwidth is
+    # min(40, 12) x 8 x 5/6 = 80 GB/s < 150, so 2.20.5 caps the chunk at 32 KiB (4x the loops of 128 KiB chunks,
+    # 2.18.5 keeps 128 KiB); with 8 x 50 GB/s NICs it is 266.7 GB/s and the chunk stays 128 KiB.
+    def system(nic_gbps):
+        return NcclSystem(nodes=2, gpus_per_node=8, compute_capability=90, nvlinks_per_gpu=18, nics_per_node=8,
+                          nic_bandwidth_gbps=nic_gbps, collnet=True)
+    slow = {v: nccl_estimate(system(12.5), "all-reduce", 1 << 30, v, algorithms=[NcclAlgo.NVLS]) for v in (V18, V20)}
+    fast = nccl_estimate(system(50.0), "all-reduce", 1 << 30, V20, algorithms=[NcclAlgo.NVLS])
+    assert all(e.algorithm == NcclAlgo.NVLS for e in (*slow.values(), fast))
+    step = 3.4e-6
+    # latency term = NCCL's NVLS latency + (loops + 1) steps: 1 GiB / (16 x 8 x chunk) loops
+    assert fast.latency_term_s == pytest.approx(41e-6 + (64 + 1) * step)
+    assert slow[V20].latency_term_s == pytest.approx(41e-6 + (256 + 1) * step)
+    assert slow[V18].latency_term_s == pytest.approx((23 + 18) * 1e-6 + (64 + 1) * step)  # baseLat + NET hop
 
 
 def test_channel_bytes_per_release():

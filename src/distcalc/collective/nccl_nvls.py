@@ -29,8 +29,10 @@ two-stage pipeline's fill and drain, an approximation of the three concurrent wa
   (128 KiB) chunks, so the rate data moves at is ``1 / (1/peak − step / (nChannels · nHeads · 128 KiB))``
   (291 GB/s on 8 H100s): large messages come out at the peak, smaller chunks pay their extra steps.
 
-Scope: single-node AllReduce (the kernel read above). Multi-node NVLS, NVLS-Tree and NVLS AllGather /
-ReduceScatter keep NCCL's tuner time.
+Scope: AllReduce. Across nodes (:func:`distcalc.collective.nccl_tuner.nccl_estimate`) the node-local
+stages are timed this way with NCCL's latency of the algorithm (network hops included) and the bandwidth
+term is never below NCCL's own; NVLS-Tree uses the NVLS chunk rules (its own, larger chunks are not
+modelled). NVLS AllGather / ReduceScatter keep NCCL's tuner time.
 """
 
 from __future__ import annotations
@@ -47,10 +49,11 @@ GB = 1e9
 
 
 def nvls_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, heads: int, nodes: int = 1,
-                     nvls_bus_gbps: float = float("inf")) -> int:
-    """computeColl's NVLS chunk size (bytes) for an operation of ``size_bytes``."""
+                     nvls_bandwidth_gbps: float = float("inf")) -> int:
+    """computeColl's NVLS chunk size (bytes) for an operation of ``size_bytes`` (``nvls_bandwidth_gbps``:
+    NCCL's ``comm->bandwidths[AllReduce][NVLS][Simple]``, read across nodes only)."""
     chunk = NVLS_MAX_CHUNK_BYTES
-    if version != NcclVersion.V2_18_5 and nodes > 1 and nvls_bus_gbps < NVLS_MULTINODE_SLOW_GBPS:
+    if version != NcclVersion.V2_18_5 and nodes > 1 and nvls_bandwidth_gbps < NVLS_MULTINODE_SLOW_GBPS:
         chunk = NVLS_MULTINODE_SLOW_CHUNK_BYTES
     concurrent_ops = channels * heads
     for multiple, smaller in NVLS_CHUNK_SHRINK:
@@ -61,14 +64,16 @@ def nvls_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, hea
 
 def nvls_allreduce_terms_s(version: NcclVersion, size_bytes: float, channels: int, heads: int,
                            latency_us: float, tuner_bandwidth_gbps: float,
-                           reference_tuner_bandwidth_gbps: float) -> tuple[float, float]:
-    """(latency term, bandwidth term) in seconds of one single-node NVLS all-reduce (module docstring).
+                           reference_tuner_bandwidth_gbps: float, nodes: int = 1,
+                           nvls_bandwidth_gbps: float = float("inf")) -> tuple[float, float]:
+    """(latency term, bandwidth term) in seconds of one NVLS all-reduce's node-local stages (module docstring).
 
-    ``tuner_bandwidth_gbps``: NCCL's NVLS algorithm bandwidth for this node; ``reference_…``: the same for one
-    8-GPU H100 node under ``version`` (the maintainer's 275 GB/s is measured there)."""
+    ``tuner_bandwidth_gbps``: NCCL's NVLS algorithm bandwidth for one node; ``reference_…``: the same for one
+    8-GPU H100 node under ``version`` (the maintainer's 275 GB/s is measured there); ``nodes`` and
+    ``nvls_bandwidth_gbps`` (NCCL's NVLS bandwidth of the whole communicator) set the chunk across nodes."""
     if size_bytes <= 0:
         return 0.0, 0.0
-    chunk = nvls_chunk_bytes(version, size_bytes, channels, heads)
+    chunk = nvls_chunk_bytes(version, size_bytes, channels, heads, nodes, nvls_bandwidth_gbps)
     channel_loop_bytes = heads * chunk
     loops = math.ceil(size_bytes / (channels * channel_loop_bytes))
     busiest = channel_bytes(version, size_bytes, channels, channel_loop_bytes)
