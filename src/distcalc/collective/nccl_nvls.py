@@ -1,4 +1,4 @@
-"""How NCCL's NVLS all-reduce kernel runs on one NVSwitch node: loops of chunks through a two-stage pipeline.
+"""How NCCL's NVLS all-reduce kernel runs on an NVSwitch node: loops of chunks through a two-stage pipeline.
 
 NCCL's tuner (``ncclTopoGetAlgoTime``) prices NVLS as ``latency + nBytes / bandwidth``; the kernel does not run
 that way. Re-expressed from NCCL's published source (github.com/NVIDIA/nccl, tags v2.18.5-1 and v2.20.5-1):
@@ -17,7 +17,8 @@ So the time is ``latency + (loops + 1) · step + (c + min(c, nHeads · chunk)) �
 ``c`` the bytes of the busiest channel (:func:`channel_bytes`, per release) and ``bandwidth / nChannels`` one
 channel's share: ``loops = ⌈nBytes / loopSize⌉`` hand-overs of one Simple step each, and one loop of the
 channel's data that is not overlapped (the first loop's scatter and the last loop's gather run alone: the
-two-stage pipeline's fill and drain, an approximation of the three concurrent warp groups). Constants, none fitted to a measurement series:
+two-stage pipeline's fill and drain, an approximation of the three concurrent warp groups). Constants, none
+fitted to a measurement series:
 
 * ``latency``: NCCL's own NVLS latency (tuning.cc; 23 µs in both releases);
 * ``step``: NCCL's per-step latency of the Simple protocol on NVLink (tuning.cc ``hwLat[NVLINK][RING][SIMPLE]``
