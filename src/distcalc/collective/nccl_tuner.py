@@ -9,12 +9,13 @@ threads shrink while ``nBytes < channels × threads × threadThreshold``; NVLS r
 Constants: :mod:`distcalc.collective.nccl_constants`; graphs: :mod:`distcalc.collective.nccl_graph`.
 
 distcalc's ``time_s`` is NCCL's model time with the bandwidth of the channels NCCL actually launches
-(``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations), except for a
+(``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations), except for an
 NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`);
-``model_time_s`` is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather: output, ReduceScatter:
-input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23, after the modelled
-releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8 two-rank LL128 quirk, the
-CollNet channel tuning loop, the network's own ``latencyInter`` (taken as 0, NCCL's default).
+``model_time_s`` is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather:
+output, ReduceScatter: input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23,
+after the modelled releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8
+two-rank LL128 quirk, the CollNet channel tuning loop, the network's own ``latencyInter`` (taken as 0,
+NCCL's default).
 """
 
 from __future__ import annotations
