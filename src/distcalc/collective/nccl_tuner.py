@@ -310,7 +310,8 @@ def _nvls_executed(system: NcclSystem, version: NcclVersion, best: AlgoProtoCost
     hops included), and the bandwidth term is never below NCCL's own for it (the network part)."""
     node = replace(system, nodes=1, collnet=False)
     heads = graphs(node, version)[A.NVLS].channels  # one NVLS head per GPU of the node
-    node_bw = next(e.bandwidth_gbps for e in tuning_table(node, version, K.ALL_REDUCE, [A.NVLS], [P.SIMPLE]))
+    node_bw = next(e.bandwidth_gbps for e in tuning_table(node, version, K.ALL_REDUCE, [A.NVLS], [P.SIMPLE])
+                   if e.algorithm == A.NVLS)
     nvls_bw = best.bandwidth_gbps if best.algorithm == A.NVLS else float("inf")  # 2.20.5 multi-node chunk cap
     lat_s, bw_s = nvls_allreduce_terms_s(version, size, channels, heads, best.latency_us, node_bw,
                                          _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw)
