@@ -115,13 +115,11 @@ def test_analyze_option_changes_only_attention():
     assert np.isfinite(uly.step_time_s) and uly.step_time_s > 0
 
 
-def test_nemo_releases_with_cudnn_attention_off_map_to_flash2():
-    kernels = {run.case_id: attention_kernel(run) for run in published_runs()}
-    for case, kernel in kernels.items():
-        framework = next(r.framework for r in published_runs() if r.case_id == case)
-        expected = AttentionKernel.FLASH2 if ("NeMo 24.03" in framework or "NeMo 24.07" in framework) \
-            else AttentionKernel.FUSED
-        assert kernel is expected, case
+def test_nemo_releases_with_cudnn_attention_off_and_sdpa_rows_map_to_flash2():
+    for run in published_runs():
+        flash2 = ("NeMo 24.03" in run.framework or "NeMo 24.07" in run.framework
+                  or "SDPA flash" in run.config_details)
+        assert attention_kernel(run) is (AttentionKernel.FLASH2 if flash2 else AttentionKernel.FUSED), run.case_id
 
 
 def test_long_sequence_cp_rows_within_the_issue_targets():

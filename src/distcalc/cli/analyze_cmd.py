@@ -72,7 +72,7 @@ def _render(report: StepReport, example: bool) -> None:
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
     nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
     comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
-                 + (" [collectives: NCCL tuning model]" if nccl else ""))
+                 + (" [collectives: NCCL model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
