@@ -40,11 +40,14 @@ class CodedEnum(str, Enum):
 
 
 class Recompute(CodedEnum):
-    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer)."""
+    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer);
+    selective-op: torchtitan's op-level selective checkpointing (every second linear projection of a block and
+    all its elementwise ops recomputed; :mod:`distcalc.op_checkpoint`)."""
 
     NONE = ("none", 0)
     SELECTIVE = ("selective", 1)
     FULL = ("full", 2)
+    SELECTIVE_OP = ("selective-op", 3)
 
 
 class Schedule(CodedEnum):

@@ -63,7 +63,9 @@ JOB_FIELDS = ("global_batch", "seq_len", "flash_attention", "first_stage_layers"
 #: The searched columns: every other batch field, in the CSV / JSON column order (kept; new columns go last).
 COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recompute", "sequence_parallel", "schedule",
            "account_for_embedding_and_loss")
-RECOMPUTE_CHOICES = Recompute.names_by_code()  # column value v means RECOMPUTE_CHOICES[v]
+#: Megatron-LM's recompute modes; torchtitan's op-level "selective-op" is analysed, not searched (its code is
+#: the last, so column value v still means RECOMPUTE_CHOICES[v]).
+RECOMPUTE_CHOICES = tuple(name for name in Recompute.names_by_code() if name != Recompute.SELECTIVE_OP.value)
 SCHEDULE_CHOICES = Schedule.names_by_code()
 #: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
 #: per (schedule, pp, micro-batches) and DualPipe doubles the parameters).
