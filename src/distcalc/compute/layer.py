@@ -64,6 +64,7 @@ import numpy as np
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.moe import permute_times, router_times
 
 ArrayLike = Any
 
@@ -111,12 +112,27 @@ def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: 
     """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
     (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
-    §3) at ``P·η_bwd``; plus one kernel overhead each."""
+    §3) at ``P·η_bwd``; plus one kernel overhead each. Unequal query/key and value widths (MLA) run at the
+    device's measured MLA efficiencies where it has them (:func:`attention_efficiencies`)."""
     pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
     flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
-    forward = flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
-    backward = 2.5 * flops / (device.peak_flops_per_s * device.flash_backward_efficiency) + device.kernel_overhead_s
+    eta_fwd, eta_bwd = attention_efficiencies(device, head_dim, v_head_dim)
+    forward = flops / (device.peak_flops_per_s * eta_fwd) + device.kernel_overhead_s
+    backward = 2.5 * flops / (device.peak_flops_per_s * eta_bwd) + device.kernel_overhead_s
     return forward, backward
+
+
+def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int) -> tuple[float, float]:
+    """(forward, backward) fraction of peak of the fused attention kernel. MLA's unequal widths (DeepSeek-V2/V3:
+    d_qk = 128 + 64 rotary = 192, d_v = 128) take cuDNN's kernel for unequal head dimensions, which SimuMax
+    measured on a DGX B200 (TE 2.11 ``DotProductAttention``, causal) at 0.43 forward / 0.33 backward against
+    0.59 / 0.45 at d_qk = d_v = 128 (compute.yaml ``flash_mla_*``); a device without that measurement keeps
+    its d_qk = d_v efficiencies."""
+    mla = head_dim != v_head_dim
+    forward = device.flash_mla_forward_efficiency if mla else None
+    backward = device.flash_mla_backward_efficiency if mla else None
+    return (device.flash_forward_efficiency if forward is None else forward,
+            device.flash_backward_efficiency if backward is None else backward)
 
 
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
@@ -146,8 +162,11 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
-                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False) -> LayerTimes:
-    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU."""
+                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
+                capacity_factor: ArrayLike = 1.0) -> LayerTimes:
+    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU. MoE: each local
+    expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so the GEMMs and
+    the permute move the padding too), and the router and permute kernels are :mod:`distcalc.compute.moe`'s."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
@@ -161,18 +180,21 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
     if moe:
         local = np.divide(dims.experts, ep)
-        per_expert = tokens * dims.top_k / local
+        per_expert = tokens * dims.top_k * np.asarray(capacity_factor, dtype=float) / local
         gemms += [(1, tokens, dims.experts, h),
                   (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
                   (local, per_expert, h, np.divide(dims.expert_ffn, t))]
         if dims.shared_ffn:
             gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
         act_elements = tokens * (dims.top_k * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
-        permute_bytes = 4.0 * ACT_BYTES * tokens * dims.top_k * h  # permute + unpermute, read + write
+        dispatch_tokens = np.where(sp, np.divide(tokens, t), tokens)  # the dispatcher's tokens (SP-sharded)
+        perm_f, perm_b = permute_times(device, dispatch_tokens, dims.top_k, h, capacity_factor, ep, local)
+        router_f, router_b = router_times(device, tokens, dims.experts)
+        moe_f, moe_b = perm_f + router_f, perm_b + router_b
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
-        permute_bytes = 0.0
+        moe_f = moe_b = 0.0
 
     fwd_gemm = dgrad = wgrad = 0.0
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
@@ -194,18 +216,16 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     rope_b = EAGER_ROPE_BYTES if eager else 4.0
     rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
         if dims.rope else 0.0
-    fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
-                 + permute_bytes)
-    bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
-                 + permute_bytes)
+    fwd_bytes = stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
+    bwd_bytes = stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
     eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
-    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts + eager_kernels
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
+    kernels = 5 + (1 if dims.rope else 0) + fp8_casts + eager_kernels
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el
