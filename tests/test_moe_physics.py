@@ -137,3 +137,27 @@ def test_dense_model_has_no_expert_messages():
                             distributed_optimizer=True)
     report = analyze(spec, "dgx-h100", config, AnalyzeOptions(distributed_optimizer=True))
     assert not any(m["note"].startswith("expert") for m in report.communication)
+
+
+def test_mla_projection_chain():
+    """DeepSeek-V3's MLA: q down (7168 -> 1536), q up (1536 -> 128 x 192 / t), kv down (7168 -> 512 + 64),
+    kv up (512 -> 128 x (128 + 128) / t); the down projections are duplicated on every TP rank, the up
+    projections split; their weights add up to the model's attention QKV parameters."""
+    d = model_dims(load_model("deepseek-v3"))
+    from distcalc.compute.mla import qkv_projections
+
+    one, eight = qkv_projections(d, 4096, 1), qkv_projections(d, 4096, 8)
+    assert [g[2] for g in one.gemms] == [1536, 128 * 192, 576, 128 * 256]
+    assert [g[2] for g in eight.gemms] == [1536, 128 * 192 / 8, 576, 128 * 256 / 8]
+    assert sum(g[2] * g[3] for g in one.gemms) == pytest.approx(d.qkv_width * d.hidden, rel=1e-3)
+    assert one.latent_norms == 2 and one.latent_norm_elements == 4096 * (1536 + 512)
+    assert one.rope_elements == 4096 * (128 * 64 + 64)
+
+
+def test_gqa_keeps_the_fused_qkv_gemm():
+    d = model_dims(load_model("llama3-8b"))
+    from distcalc.compute.mla import qkv_projections
+
+    p = qkv_projections(d, 4096, 2)
+    assert p.gemms == [(1, 4096, d.qkv_width / 2, d.hidden)] and p.latent_norms == 0
+    assert p.rope_elements == 4096 * (32 + 8) * 128 / 2

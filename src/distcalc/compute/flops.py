@@ -60,6 +60,9 @@ class ModelDims:
     lm_head_parameters: int  #: V·h on the last stage (tied embeddings also keep a copy there)
     tied_embeddings: bool = False  #: output layer shares the input embedding (gradient sync when pp > 1)
     rmsnorm: bool = True  #: RMSNorm (else LayerNorm): what an eager framework runs as composite ops
+    q_lora_rank: int = 0  #: MLA query latent width (0: full query projection)
+    kv_lora_rank: int = 0  #: MLA key/value latent width (0: not MLA)
+    qk_rope_dim: int = 0  #: MLA rotary part of d_qk (the key's rotary part is shared by all heads)
 
     @property
     def dense_layers(self) -> int:
@@ -99,6 +102,9 @@ def model_dims(spec: Any) -> ModelDims:
         expert_parameters_per_layer=expert_total / spec.num_hidden_layers,
         embedding_parameters=embedding, lm_head_parameters=lm_head, tied_embeddings=spec.tie_word_embeddings,
         rmsnorm=getattr(spec.norm_type, "value", spec.norm_type) == "rmsnorm",
+        q_lora_rank=int(spec.q_lora_rank or 0) if spec.is_mla else 0,
+        kv_lora_rank=int(spec.kv_lora_rank or 0) if spec.is_mla else 0,
+        qk_rope_dim=int(spec.qk_rope_head_dim or 0) if spec.is_mla else 0,
     )
 
 

@@ -64,6 +64,7 @@ import numpy as np
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.mla import qkv_projections
 from distcalc.compute.moe import permute_times, router_times
 
 ArrayLike = Any
@@ -173,17 +174,16 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     sp = np.asarray(sequence_parallel) != 0
     stream = np.where(sp, np.divide(tokens, t), tokens) * h  # residual-stream elements on this rank
 
-    gemms = [
-        (1, tokens, np.divide(dims.qkv_width, t), h),
-        (1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t)),
-    ]
+    projections = qkv_projections(dims, tokens, t)
+    gemms = projections.gemms + [(1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t))]
+    experts: list[tuple[Any, Any, Any, Any]] = []  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
     m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
     if moe:
         local = np.divide(dims.experts, ep)
         per_expert = tokens * dims.top_k * np.asarray(capacity_factor, dtype=float) / local
-        gemms += [(1, tokens, dims.experts, h),
-                  (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
-                  (local, per_expert, h, np.divide(dims.expert_ffn, t))]
+        gemms += [(1, tokens, dims.experts, h)]
+        experts = [(local, per_expert, np.divide(m * dims.expert_ffn, t), h),
+                   (local, per_expert, h, np.divide(dims.expert_ffn, t))]
         if dims.shared_ffn:
             gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
         act_elements = tokens * (dims.top_k * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
@@ -198,14 +198,13 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
 
     fwd_gemm = dgrad = wgrad = 0.0
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
-    for i, (batch, mm, nn, kk) in enumerate(gemms):
-        expert = moe and i in (3, 4)  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
-        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if expert
+    for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
+        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
                      else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
-    fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
+    fp8_casts = len(gemms) + len(experts) if device.quantize_bytes_per_element else 0
 
     attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
 
@@ -214,16 +213,18 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     act_fwd_b, act_bwd_b = (EAGER_SWIGLU_BYTES if eager else (6.0, 10.0)) if dims.gated else (4.0, 6.0)
     norm_fwd_b, norm_bwd_b = EAGER_RMSNORM_BYTES if eager and dims.rmsnorm else (4.0, 8.0)
     rope_b = EAGER_ROPE_BYTES if eager else 4.0
-    rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
-        if dims.rope else 0.0
-    fwd_bytes = stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
-    bwd_bytes = stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
+    rope_elements = projections.rope_elements
+    latent = projections.latent_norm_elements  # MLA's latent RMSNorms (distcalc.compute.mla)
+    fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
+                 + latent * norm_fwd_b)
+    bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
+                 + latent * norm_bwd_b)
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
     eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
-    kernels = 5 + (1 if dims.rope else 0) + fp8_casts + eager_kernels
+    kernels = 5 + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
     fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
     bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
 
