@@ -161,3 +161,33 @@ def test_gqa_keeps_the_fused_qkv_gemm():
     p = qkv_projections(d, 4096, 2)
     assert p.gemms == [(1, 4096, d.qkv_width / 2, d.hidden)] and p.latent_norms == 0
     assert p.rope_elements == 4096 * (32 + 8) * 128 / 2
+
+
+def _mixtral(tp, ep, sp=True, dp=2):
+    config = ParallelConfig(gpus=tp * dp, tp=tp, pp=1, dp=dp, ep=ep, micro_batch=1, global_batch=8 * dp,
+                            seq_len=4096, sequence_parallel=sp, distributed_optimizer=True)
+    return analyze(load_model("mixtral-8x7b"), "dgx-h100", config)
+
+
+def test_expert_tensor_parallel_gathers_k_copies_of_each_token():
+    """Mixtral (top-2, no shared expert) at TP 4 with SP: every layer keeps the attention's AllGather /
+    ReduceScatter of b*s*h, the MLP's are replaced by the expert-TP AllGather / ReduceScatter of k*b*s*h."""
+    report = _mixtral(4, 1)
+    tp = {(m["note"], m["phase"]): m for m in report.communication if m["dim"] == "tp"}
+    dense = tp[("g (SP) before QKV and MLP", "forward")]
+    expert = tp[("expert TP AllGather of dispatched tokens", "forward")]
+    assert expert["size_bytes"] == pytest.approx(2 * dense["size_bytes"])
+    assert dense["count"] == pytest.approx(expert["count"]) == pytest.approx(8 * 32)  # micro-batches x layers
+    assert ("expert TP ReduceScatter before combine", "forward") in tp
+
+
+def test_expert_tp_only_with_tp_and_sp():
+    for report in (_mixtral(1, 2, sp=False, dp=4), _mixtral(4, 1, sp=False)):
+        assert not any(m["note"].startswith("expert TP") for m in report.communication)
+
+
+@pytest.mark.parametrize("ep", [1, 2, 8])
+def test_dp_rows_add_up_with_expert_data_parallel(ep):
+    data = _moe_report(ep).to_dict()
+    rows = sum(c["exposed_s"] for c in data["communication"] if c["dim"] == "dp")
+    assert rows == pytest.approx(data["time_breakdown"]["dp_exposed_s"], rel=1e-9, abs=1e-12)

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
+from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
@@ -130,7 +131,11 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     keys = _keys(c, o)
     h = d.hidden
     ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
-    msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
+    tp_msgs = tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
+    if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
+        tp_msgs = moe_tp_messages(tp_msgs, b, s, h, ACT_BYTES, tp, sp, rc, cp, max(d.top_k, 1),
+                                  o.moe_capacity_factor, frac, d.shared_ffn > 0)
+    msgs = (tp_msgs
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
                if d.moe_layers else []))
