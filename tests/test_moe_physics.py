@@ -191,3 +191,25 @@ def test_dp_rows_add_up_with_expert_data_parallel(ep):
     data = _moe_report(ep).to_dict()
     rows = sum(c["exposed_s"] for c in data["communication"] if c["dim"] == "dp")
     assert rows == pytest.approx(data["time_breakdown"]["dp_exposed_s"], rel=1e-9, abs=1e-12)
+
+
+def test_dropless_imbalance_loads_the_busiest_rank_like_padding():
+    """Dropless routing with the busiest EP rank at 1.3x the mean routed tokens costs what padding every expert
+    to capacity 1.3 costs; both are slower than balanced routing, and the capacity factor no longer matters."""
+    spec = load_model("deepseek-v3").model_copy(update={"num_hidden_layers": 4, "first_k_dense_replace": 1})
+    config = ParallelConfig(gpus=8, tp=1, pp=1, dp=8, ep=8, micro_batch=1, global_batch=32, seq_len=4096,
+                            distributed_optimizer=True)
+
+    def step(**moe):
+        return analyze(spec, "dgx-b200", config, AnalyzeOptions(distributed_optimizer=True, **moe)).step_time_s
+
+    balanced, dropless, padded = step(), step(moe_load_imbalance=1.3), step(moe_capacity_factor=1.3)
+    assert dropless == pytest.approx(padded, rel=1e-12) and dropless > balanced * 1.02
+    assert step(moe_load_imbalance=1.3, moe_capacity_factor=2.0) == pytest.approx(dropless, rel=1e-12)
+
+
+def test_load_imbalance_below_one_is_refused():
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        AnalyzeOptions(moe_load_imbalance=0.9)

@@ -19,7 +19,7 @@ import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.moe_tp import moe_tp_messages
-from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.parallel import stage_layer_split
@@ -123,7 +123,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
                 ep=ep)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
-    moe = layer_times(d, device, **args, moe=True, capacity_factor=o.moe_capacity_factor) if d.moe_layers else None
+    moe = layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o)) if d.moe_layers else None
     frac = d.moe_layers / d.layers
     slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
     out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
@@ -134,10 +134,10 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_msgs = tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
     if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
         tp_msgs = moe_tp_messages(tp_msgs, b, s, h, ACT_BYTES, tp, sp, rc, cp, max(d.top_k, 1),
-                                  o.moe_capacity_factor, frac, d.shared_ffn > 0)
+                                  moe_slot_factor(o), frac, d.shared_ffn > 0)
     msgs = (tp_msgs
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
-            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
+            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, moe_slot_factor(o), cp, rc)
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
     priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists

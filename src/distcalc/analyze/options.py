@@ -85,7 +85,10 @@ class AnalyzeOptions(BaseModel):
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
-    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
+    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor: expert inputs padded "
+                                       "to it (AllToAll, expert GEMMs, permute)")
+    moe_load_imbalance: float | None = Field(None, ge=1, description="dropless MoE routing: routed tokens of the "
+                                             "busiest EP rank / the mean (None: capacity-bound, padded)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
     overlap_compute_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0, lt=1,
                                             description="compute slowdown while an overlapped collective runs")
@@ -96,3 +99,11 @@ class AnalyzeOptions(BaseModel):
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")
+
+
+def moe_slot_factor(options: AnalyzeOptions) -> float:
+    """Routed token slots of the busiest EP rank per mean routed token: the capacity factor when expert inputs
+    are padded to capacity (tokens over it dropped), the load imbalance with dropless routing. Default 1.0:
+    balanced, as the published MoE benchmarks run (padded to capacity 1 in SimuMax's B200 runs; Megatron-Bridge's
+    performance summary forces balanced routing for its MoE numbers)."""
+    return options.moe_capacity_factor if options.moe_load_imbalance is None else options.moe_load_imbalance
