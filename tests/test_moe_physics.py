@@ -213,3 +213,27 @@ def test_load_imbalance_below_one_is_refused():
 
     with pytest.raises(ValidationError):
         AnalyzeOptions(moe_load_imbalance=0.9)
+
+
+MIXTRAL_CLI = ["analyze", "--model", "mixtral-8x7b", "--cluster", "dgx-h100", "--gpus", "32", "--tp", "2", "--pp", "2",
+               "--ep", "4", "--sequence-parallel", "--micro-batch", "1", "--global-batch", "64", "--seq-len", "4096",
+               "--distributed-optimizer", "--json"]
+
+
+def test_cli_moe_routing_options():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    runner = CliRunner()
+    steps = {}
+    for extra in ([], ["--moe-load-imbalance", "1.25"], ["--moe-capacity-factor", "1.25"]):
+        result = runner.invoke(app, MIXTRAL_CLI + extra)
+        assert result.exit_code == 0, result.output
+        steps[tuple(extra[:1])] = json.loads(result.stdout)["step_time_s"]
+    assert steps[("--moe-load-imbalance",)] == pytest.approx(steps[("--moe-capacity-factor",)], rel=1e-12)
+    assert steps[("--moe-load-imbalance",)] > steps[()]
+    bad = runner.invoke(app, MIXTRAL_CLI + ["--moe-load-imbalance", "0.5"])
+    assert bad.exit_code == 2 and "--moe-load-imbalance" in bad.output and len(bad.output.strip().splitlines()) == 1

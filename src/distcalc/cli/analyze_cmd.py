@@ -205,6 +205,12 @@ def register(app: typer.Typer) -> None:
                                                   "comm (0-1)")] = 0.0,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
             rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+        moe_capacity_factor: Annotated[float, typer.Option(
+            min=0.01, max=64.0, rich_help_panel=P, help="MoE: expert inputs padded to this many times the mean routed tokens")] = 1.0,
+        moe_load_imbalance: Annotated[Optional[float], typer.Option(
+            min=1.0, max=64.0, rich_help_panel=P, show_default=False,
+            help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
+                 "capacity factor) [default: padded to capacity]")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
@@ -245,6 +251,8 @@ def register(app: typer.Typer) -> None:
                                     gpus_per_node=r.gpus_per_node, micro_batch=r.micro_batch,
                                     global_batch=r.global_batch, seq_len=r.seq_len), upper_only=True)
         check_float(r.tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(r.moe_capacity_factor, "--moe-capacity-factor", 0.01, 64.0)
+        check_float(r.moe_load_imbalance, "--moe-load-imbalance", 1.0, 64.0)
         check_float(r.tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
         plot = Path(values["plot"]) if values["plot"] is not None else None
         if plot is not None:

@@ -66,6 +66,9 @@ class AnalyzeRequest(PipelineRequest):
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
+    moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
+    moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
+                                                description="MoE dropless: busiest EP rank / mean routed tokens")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
                                     description="compute slowdown beside an overlapped DP/FSDP/CP collective")
@@ -121,6 +124,8 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
+                             moe_capacity_factor=request.moe_capacity_factor,
+                             moe_load_imbalance=request.moe_load_imbalance,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,
