@@ -237,3 +237,32 @@ def test_cli_moe_routing_options():
     assert steps[("--moe-load-imbalance",)] > steps[()]
     bad = runner.invoke(app, MIXTRAL_CLI + ["--moe-load-imbalance", "0.5"])
     assert bad.exit_code == 2 and "--moe-load-imbalance" in bad.output and len(bad.output.strip().splitlines()) == 1
+
+
+def test_moe_activation_memory_scales_with_routed_slots_and_keeps_gathered_input():
+    """Expert activations grow with the routed slots per token (capacity factor / dropless imbalance); under
+    expert TP the gathered expert input (2h per slot) is stored whole on every TP rank, the rest split by t."""
+    from distcalc.memory.activations import layer_activation_bytes
+    from distcalc.memory.dims import model_dims as memory_dims
+
+    d = memory_dims(load_model("mixtral-8x7b"))
+    args = dict(seq_len=4096, micro_batch=1, cp=1, sequence_parallel=True, recompute=0, flash=True)
+    one, _ = layer_activation_bytes(d, True, tp=1, **args)
+    padded, _ = layer_activation_bytes(d, True, tp=1, moe_token_factor=1.5, **args)
+    k, h, f = 2, 4096, 14336
+    assert padded - one == pytest.approx(0.5 * 4096 * k * (2 * 2 * h + 6 * f))
+    two, _ = layer_activation_bytes(d, True, tp=2, **args)
+    dense1, _ = layer_activation_bytes(d, False, tp=1, **args)
+    dense2, _ = layer_activation_bytes(d, False, tp=2, **args)
+    assert dense2 == pytest.approx(dense1 / 2)  # dense layer with SP: everything split
+    assert two - one / 2 == pytest.approx(4096 * k * 2 * h / 2)  # the expert input is the part not halved
+
+
+def test_analyze_memory_takes_the_routing_factor():
+    config = ParallelConfig(gpus=32, tp=2, pp=2, dp=8, ep=4, micro_batch=1, global_batch=64, seq_len=4096,
+                            sequence_parallel=True, distributed_optimizer=True)
+    spec = load_model("mixtral-8x7b")
+    base = analyze(spec, "dgx-h100", config).memory
+    heavy = analyze(spec, "dgx-h100", config, AnalyzeOptions(distributed_optimizer=True,
+                                                             moe_load_imbalance=1.25)).memory
+    assert heavy["activations_bytes"] > base["activations_bytes"]

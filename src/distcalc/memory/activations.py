@@ -19,10 +19,13 @@ Generalisations used here (they reduce to Table 2 for GPT-3-style models):
   (g KV heads; MLA is approximated as g = a heads with d_qk = nope + rope and d_v, its compressed latents ignored).
 * **MLP width f**: non-gated stores ``4·s·b·f`` (activation input and output); gated (SwiGLU) stores
   ``6·s·b·f`` (gate and up outputs 4sbf, product 2sbf), as Megatron-core's ``bias_swiglu`` saves its input.
-* **MoE** layers: each of the k routed copies of a token stores the expert input 2h, the expert output 2h
-  (for the weighted combine) and the expert MLP ``(6 or 4)·f_e``, divided by t (expert TP = TP; tokens are
-  spread evenly over EP ranks, so each GPU sees k·s·b assignments); shared experts as a dense MLP of width
-  f_s; the router's fp32 probabilities ``4·s·b·E``.
+* **MoE** layers: each of the k·c routed copies of a token (c: the capacity factor the inputs are padded to,
+  or the busiest EP rank's load / the mean with dropless routing; ``moe_token_factor``) stores the expert
+  input 2h, the expert output 2h (for the weighted combine) and the expert MLP ``(6 or 4)·f_e``; the MLP and
+  the output are divided by t, the input is not — expert TP = TP AllGathers the dispatched copies over the TP
+  group and the grouped GEMM saves the gathered input (:mod:`distcalc.analyze.moe_tp`); tokens are spread
+  evenly over EP ranks, so each GPU sees k·s·b assignments; shared experts as a dense MLP of width f_s; the
+  router's fp32 probabilities ``4·s·b·E``.
 * **Dropout** masks (1 B/element) are stored only when the model's dropout probability is > 0 (Llama-style
   models train without dropout).
 * **Flash attention** never stores the ``a·s²·b`` terms; it saves the fp32 softmax statistics ``4·a·s·b``.
@@ -58,11 +61,13 @@ def _as(x):
     return np.asarray(x, dtype=float)
 
 
-def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash):
+def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash,
+                           moe_token_factor=1.0):
     """(stored, recompute_workspace) bytes of one transformer layer for one micro-batch on one GPU.
 
     ``moe`` selects the MoE or the dense MLP; ``recompute`` is the :class:`~distcalc.parallel.Recompute`
-    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays. See the module docstring."""
+    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays; ``moe_token_factor`` the routed
+    slots per mean routed token. See the module docstring."""
     s, b, t = _as(seq_len), _as(micro_batch), _as(tp)
     s_local = s / _as(cp)
     tokens = s_local * b
@@ -80,12 +85,13 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     replicated = replicated + tokens * h * (2 * ACT_BYTES + mask)  # norm input, first-linear input, dropout mask
     per_width = (3.0 if dims.gated else 2.0) * ACT_BYTES  # 6 (gated) or 4 bytes per intermediate element
     dense_mlp = tokens * per_width * dims.ffn
-    k = dims.experts_per_token
-    moe_mlp = tokens * (k * (2 * ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    k = dims.experts_per_token * _as(moe_token_factor)
+    moe_mlp = tokens * (k * (ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    expert_input = np.where(moe, tokens * k * ACT_BYTES * h, 0.0)  # gathered over expert TP: not split by t
     router = FP32_BYTES * tokens * dims.experts
     mlp_split = np.where(moe, moe_mlp, dense_mlp)
     replicated = replicated + np.where(moe, router, 0.0)
-    full_layer = replicated / t_rep + (split + mlp_split + core) / t
+    full_layer = replicated / t_rep + (split + mlp_split + core) / t + expert_input
     selective = full_layer - np.where(flash, 0.0, scores) / t
     checkpoint = ACT_BYTES * tokens * h / t_rep
     code = np.asarray(recompute)
