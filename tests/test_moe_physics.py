@@ -266,3 +266,21 @@ def test_analyze_memory_takes_the_routing_factor():
     heavy = analyze(spec, "dgx-h100", config, AnalyzeOptions(distributed_optimizer=True,
                                                              moe_load_imbalance=1.25)).memory
     assert heavy["activations_bytes"] > base["activations_bytes"]
+
+
+def test_mla_latents_are_stored_whole_on_every_tp_rank():
+    """DeepSeek-V3: the q (1536) and kv (512) latents add 2 x 2 B per latent element per token, not split by TP."""
+    from distcalc.memory.activations import layer_activation_bytes
+    from distcalc.memory.dims import model_dims as memory_dims
+
+    spec = load_model("deepseek-v3")
+    d = memory_dims(spec)
+    assert d.mla_latent == 1536 + 512
+    args = dict(seq_len=4096, micro_batch=1, cp=1, sequence_parallel=True, recompute=0, flash=True)
+    from dataclasses import replace
+
+    no_latent = replace(d, mla_latent=0.0)
+    for tp in (1, 4):
+        with_latent, _ = layer_activation_bytes(d, False, tp=tp, **args)
+        without, _ = layer_activation_bytes(no_latent, False, tp=tp, **args)
+        assert with_latent - without == pytest.approx(4096 * 4 * (1536 + 512))

@@ -16,7 +16,10 @@ linear inputs and dropout masks (10·sbh) are replicated on every TP rank; the r
 Generalisations used here (they reduce to Table 2 for GPT-3-style models):
 
 * **GQA / MLA**: Q is ``2·s·b·a·d_qk``, K ``2·s·b·g·d_qk``, V ``2·s·b·g·d_v``, context ``2·s·b·a·d_v``
-  (g KV heads; MLA is approximated as g = a heads with d_qk = nope + rope and d_v, its compressed latents ignored).
+  (g KV heads; MLA decompresses K and V for every head, g = a, d_qk = nope + rope); MLA also stores its query
+  and key/value latents twice (the latent RMSNorm's input and the up projection's input, 2 B each per element
+  of ``r_q + r_kv``), whole on every TP rank: the down projections run duplicated on the gathered tokens
+  (:mod:`distcalc.compute.mla`).
 * **MLP width f**: non-gated stores ``4·s·b·f`` (activation input and output); gated (SwiGLU) stores
   ``6·s·b·f`` (gate and up outputs 4sbf, product 2sbf), as Megatron-core's ``bias_swiglu`` saves its input.
 * **MoE** layers: each of the k·c routed copies of a token (c: the capacity factor the inputs are padded to,
@@ -88,10 +91,11 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     k = dims.experts_per_token * _as(moe_token_factor)
     moe_mlp = tokens * (k * (ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
     expert_input = np.where(moe, tokens * k * ACT_BYTES * h, 0.0)  # gathered over expert TP: not split by t
+    latents = 2 * ACT_BYTES * tokens * dims.mla_latent  # MLA latents: duplicated on every TP rank
     router = FP32_BYTES * tokens * dims.experts
     mlp_split = np.where(moe, moe_mlp, dense_mlp)
     replicated = replicated + np.where(moe, router, 0.0)
-    full_layer = replicated / t_rep + (split + mlp_split + core) / t + expert_input
+    full_layer = replicated / t_rep + (split + mlp_split + core) / t + expert_input + latents
     selective = full_layer - np.where(flash, 0.0, scores) / t
     checkpoint = ACT_BYTES * tokens * h / t_rep
     code = np.asarray(recompute)
