@@ -13,9 +13,10 @@ from hypothesis import strategies as st
 
 from distcalc.analyze import AnalyzeOptions, analyze
 from distcalc.compute import load_device
+from distcalc.compute.attention import attention_efficiencies, flash_attention_times
 from distcalc.compute.device import DeviceCompute
 from distcalc.compute.flops import model_dims
-from distcalc.compute.layer import attention_efficiencies, flash_attention_times, layer_times
+from distcalc.compute.layer import layer_times
 from distcalc.compute.moe import PERMUTE_HBM_EFFICIENCY, permute_times
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig

@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
+from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
+from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
 from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -120,8 +122,11 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
+    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
+    allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
+    split = CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_RING
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
-                ep=ep)
+                ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
     moe = layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o)) if d.moe_layers else None
     frac = d.moe_layers / d.layers
@@ -130,13 +135,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h = d.hidden
-    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     tp_msgs = tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
     if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
         tp_msgs = moe_tp_messages(tp_msgs, b, s, h, ACT_BYTES, tp, sp, rc, cp, max(d.top_k, 1),
                                   moe_slot_factor(o), frac, d.shared_ffn > 0)
     msgs = (tp_msgs
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc,
+                                allgather)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, moe_slot_factor(o), cp, rc)
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
@@ -156,14 +161,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     attn = out["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
-    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
     ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
-    kappa = o.overlap_compute_slowdown
-    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
-            + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
-              + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
+    kappa = ring_slowdown(cp, keys[Dim.CP].stride, device, cluster, o.overlap_compute_slowdown)
+    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
+    cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
+    cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
@@ -223,16 +227,23 @@ def expert_dp_key(keys: dict[Dim, GroupKey], ep: Any) -> GroupKey:
     return GroupKey(size, np.asarray(dp.stride, dtype=np.int64) * ep)
 
 
-def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
-    """One FSDP unit's AllGather and ReduceScatter (a transformer block on this rank: its parameters after
-    TP and EP division) and the root unit's (embedding + output layer with one stage, the larger of the two
-    on a pipeline's end stages); :mod:`distcalc.analyze.fsdp` prices their overlap."""
+def fsdp_unit_parameters(d: ModelDims, c: dict[str, np.ndarray], ones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block, root) parameters of one FSDP unit on this rank: a transformer block after TP and EP division,
+    and the root unit (embedding + output layer with one stage, the larger of the two on a pipeline's end
+    stages)."""
     tp = np.asarray(c["tp"], dtype=float)
     expert = d.expert_parameters_per_layer
     layer = ((d.parameters_per_layer - expert) / tp + expert / (tp * np.asarray(c["ep"], dtype=float))) * ones
     head = 0 if d.tied_embeddings else d.lm_head_parameters
     root = np.where(np.asarray(c["pp"]) > 1, max(d.embedding_parameters, d.lm_head_parameters),
                     d.embedding_parameters + head) / tp * ones
+    return layer, root
+
+
+def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """One FSDP unit's AllGather and ReduceScatter and the root unit's (:func:`fsdp_unit_parameters`);
+    :mod:`distcalc.analyze.fsdp` prices their overlap."""
+    layer, root = fsdp_unit_parameters(d, c, ones)
     return [Message(Dim.DP, Comm.ALL_GATHER, layer * o.param_gather_bytes, ones, Phase.FORWARD, True,
                     "FSDP unit AllGather (one block)"),
             Message(Dim.DP, Comm.REDUCE_SCATTER, layer * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
@@ -301,6 +312,7 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     out["edp_group"] = np.asarray(edp.size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones
+    out["fsdp_unit_params"], out["fsdp_root_params"] = fsdp_unit_parameters(d, c, ones)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
     out["_expert_entries"] = expert_entries

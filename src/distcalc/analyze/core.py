@@ -46,11 +46,12 @@ from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_b
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
-from distcalc.analyze.fsdp import fsdp_exposure
-from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels
+from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
+from distcalc.analyze.options import AnalyzeOptions, AttentionKernel, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
+from distcalc.compute.attention import attention_kernel_device
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset, stage_layer_split
@@ -147,6 +148,11 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         z3_backward = np.minimum(fsdp.backward_s, t[1] + t[4] + o.overlap_compute_slowdown * t_mb_b)
     else:
         z3_backward = t[1] + t[4]
+    if o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
+        copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
+                                     o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
+        e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
+        z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
     params_gpu = dpb["params_gpu"]
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
@@ -236,6 +242,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         cluster = with_calibration(cluster, o.calibration)
     if o.elementwise_kernels is ElementwiseKernels.EAGER:
         device = replace(device, eager_elementwise=True)
+    device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, ElementwiseKernels, StepReport, analyze
+from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
+                              FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.hardware_choice import Hardware, resolve_hardware
@@ -75,6 +76,9 @@ class AnalyzeRequest(PipelineRequest):
     grad_reduce_bytes: int = Field(4, ge=1, le=8, description="bytes per gradient element in DP/FSDP reduction")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
+                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -130,7 +134,8 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
-                             elementwise_kernels=request.elementwise_kernels,
+                             elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
+                             attention_kernel=request.attention_kernel,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

@@ -35,6 +35,11 @@ Generalisations used here (they reduce to Table 2 for GPT-3-style models):
 * **Selective recompute** drops the ``a·s²·b`` terms (recomputed in backward); **full recompute** keeps the
   layer input ``2·s·b·h`` (split by t under SP, as Megatron checkpoints the SP-sharded hidden state). The
   activations recomputed for one layer and one micro-batch are a separate *recompute workspace* line.
+* **Op-level selective recompute** (torchtitan, :mod:`distcalc.op_checkpoint`) keeps the block input
+  ``2·s·b·h`` (split by t under SP), the outputs of the projections it saves (Llama: wq ``2·s·b·a·d_qk``,
+  wv ``2·s·b·g·d_v``, w1 ``2·s·b·f`` split by t; w2 ``2·s·b·h``, split by t under SP) and, with flash
+  attention, the SDPA output ``2·s·b·a·d_v`` and its fp32 statistics; the rest is recomputed. MoE layers keep
+  their MoE MLP as without recompute (their experts are not ``aten.mm`` calls the policy counts).
 * **Context parallelism** divides the sequence: every term uses s/cp tokens; scores use (s/cp)·s.
 
 Every function takes plain numbers or NumPy arrays (elementwise; flags as bools / 0-1 arrays).
@@ -45,9 +50,11 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.memory.dims import ModelDims
+from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import (
     RECOMPUTE_FULL,
     RECOMPUTE_SELECTIVE,
+    RECOMPUTE_SELECTIVE_OP,
     SCHEDULE_GPIPE,
     SCHEDULE_INTERLEAVED,
     SCHEDULE_ZB_H2,
@@ -98,9 +105,23 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     full_layer = replicated / t_rep + (split + mlp_split + core) / t + expert_input + latents
     selective = full_layer - np.where(flash, 0.0, scores) / t
     checkpoint = ACT_BYTES * tokens * h / t_rep
+    op_sac = checkpoint + _op_sac_saved_bytes(dims, moe, tokens, t, t_rep, flash) + np.where(
+        moe, (tokens * h * (2 * ACT_BYTES + mask) + router) / t_rep + moe_mlp / t, 0.0)
     code = np.asarray(recompute)
-    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective, full_layer))
-    return stored, full_layer - stored
+    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective,
+                      np.where(code == RECOMPUTE_SELECTIVE_OP, op_sac, full_layer)))
+    return stored, np.maximum(full_layer - stored, 0.0)
+
+
+def _op_sac_saved_bytes(dims: ModelDims, moe, tokens, t, t_rep, flash):
+    """Bytes op-level selective checkpointing saves besides the block input: the saved projections' outputs
+    (column-parallel split by t; row-parallel outputs, reduce-scattered under SP, by ``t_rep``) and, with
+    flash attention, the SDPA output and fp32 log-sum-exp (module docstring)."""
+    projections = block_projections(int(dims.hidden), int(dims.heads), int(dims.kv_heads), int(dims.qk_head),
+                                    int(dims.v_head), int(dims.ffn), dims.gated, with_mlp=not np.all(moe))
+    saved = sum(ACT_BYTES * tokens * p.out_width / (t_rep if p.row_parallel else t) for p in op_sac_split(projections)[0])
+    sdpa = tokens * dims.heads * (ACT_BYTES * dims.v_head + FP32_BYTES) / t
+    return saved + np.where(flash, sdpa, 0.0)
 
 
 def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):
