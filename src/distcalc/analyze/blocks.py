@@ -194,7 +194,7 @@ def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray],
 
 
 def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, first: Any = 0, last: Any = 0) -> Any:
-    """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding or head;
+    """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding and/or head;
     with ``split`` (embedding and loss in the pipeline split) a middle stage's one more layer may be larger;
     with uneven ends (``first``/``last``) the larger end."""
     dense, expert = stage_parameter_split(d, tp, pp, ep, split, first, last)
@@ -210,7 +210,12 @@ def stage_parameter_split(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 
     per_layer = (d.parameters_per_layer - expert) / tp + per_expert
     lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, split, first, last)
     end_layers = np.maximum(lps_first, lps_last)
-    end = end_layers * per_layer + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
+    # one stage holds the input embedding and the output layer (the latter only when untied); a pipeline's
+    # first stage holds the embedding and its last the output layer (Megatron keeps a copy of a tied
+    # embedding on the last stage), so the larger end stage has the larger of the two
+    single_stage = d.embedding_parameters + (0 if d.tied_embeddings else d.lm_head_parameters)
+    end_extra = np.where(np.asarray(pp) > 1, max(d.embedding_parameters, d.lm_head_parameters), single_stage)
+    end = end_layers * per_layer + end_extra / np.asarray(tp, dtype=float)
     mid = np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0)
     total_params = np.maximum(end, mid)
     expert_params = np.where(mid > end, lps_mid, end_layers) * per_expert
