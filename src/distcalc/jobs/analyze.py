@@ -65,6 +65,7 @@ class AnalyzeRequest(PipelineRequest):
     order: str = "tp-cp-dp-pp"
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
+    tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP TP collective beside its GEMM")
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
@@ -120,7 +121,8 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                             first_stage_layers=request.first_stage_layers, last_stage_layers=request.last_stage_layers)
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
-                             tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
+                             tp_overlap_efficiency=request.tp_overlap, tp_comm_overlap=request.tp_comm_overlap,
+                             cp_algorithm=request.cp_algorithm,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,
