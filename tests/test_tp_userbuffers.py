@@ -68,3 +68,18 @@ def test_userbuffers_hide_most_tp_time_but_not_all():
 
 def test_without_sequence_parallelism_userbuffers_change_nothing():
     assert _run(False, True).step_time_s == pytest.approx(_run(False, False).step_time_s)
+
+
+@settings(max_examples=12, deadline=None)
+@given(tp=st.sampled_from([2, 4, 8]), micro_batch=st.sampled_from([1, 2]), seq_len=st.sampled_from([2048, 8192]),
+       cluster=st.sampled_from(["dgx-h100", "dgx-b200"]), dtype=st.sampled_from(["bf16", "fp8"]),
+       recompute=st.sampled_from(["none", "full"]))
+def test_userbuffers_never_expose_more_than_the_serial_collectives(tp, micro_batch, seq_len, cluster, dtype,
+                                                                    recompute):
+    config = ParallelConfig(gpus=8 * tp, tp=tp, pp=2, micro_batch=micro_batch, global_batch=64 * micro_batch,
+                            seq_len=seq_len, dtype=dtype, sequence_parallel=True, recompute=recompute)
+    serial = analyze("llama3-70b", cluster, config, AnalyzeOptions(tp_comm_overlap=False))
+    ub = analyze("llama3-70b", cluster, config, AnalyzeOptions(tp_comm_overlap=True))
+    assert 0.0 < ub.time_breakdown["tp_exposed_s"] <= serial.time_breakdown["tp_exposed_s"]
+    assert ub.step_time_s <= serial.step_time_s
+    assert np.isfinite(ub.step_time_s) and ub.time_breakdown["compute_s"] == serial.time_breakdown["compute_s"]
