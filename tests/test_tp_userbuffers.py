@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distcalc.analyze import AnalyzeOptions, analyze
-from distcalc.analyze.tp_overlap import (BULK_SMS, RING_EXCHANGE_SMS, bulk_exposed_s, ring_exchange_exposed_s,
+from distcalc.analyze.tp_overlap import (BULK_SMS, PIPELINE_SMS, PIPELINE_SPLITS, RING_EXCHANGE_SMS,
+                                         bulk_exposed_s, pipeline_exposed_s, ring_exchange_exposed_s,
                                          userbuffers_exposure)
 from distcalc.parallel import ParallelConfig
 
@@ -30,14 +31,23 @@ def test_bulk_overlap_hides_behind_the_whole_gemm_on_its_sms():
     assert bulk_exposed_s(1.5, 1.0, S) == pytest.approx(0.5 + slow * 1.0)
 
 
+def test_pipelined_reduce_scatter_exposes_its_last_chunk():
+    """TE default: the GEMM in 4 chunks, each chunk's ReduceScatter beside the next GEMM chunk."""
+    n, slow = PIPELINE_SPLITS, PIPELINE_SMS / (S - PIPELINE_SMS)
+    assert pipeline_exposed_s(0.4, 1.0, S) == pytest.approx(0.4 / n + slow * (n - 1) / n * 0.4)
+    assert pipeline_exposed_s(2.0, 1.0, S) == pytest.approx(2.0 / n + (n - 1) / n * 1.0 + slow * (n - 1) / n * 1.0)
+
+
 @settings(max_examples=200, deadline=None)
 @given(comm=st.floats(0, 1e-2), gemm=st.floats(0, 1e-2), more=st.floats(0, 1e-2), tp=st.sampled_from([2, 4, 8]))
 def test_exposure_is_nonnegative_grows_with_comm_and_never_exceeds_serial(comm, gemm, more, tp):
-    for fn in (lambda c, g: ring_exchange_exposed_s(c, g, tp, S), lambda c, g: bulk_exposed_s(c, g, S)):
+    slow = max(BULK_SMS, PIPELINE_SMS) / (S - max(BULK_SMS, PIPELINE_SMS))
+    for fn in (lambda c, g: ring_exchange_exposed_s(c, g, tp, S), lambda c, g: bulk_exposed_s(c, g, S),
+               lambda c, g: pipeline_exposed_s(c, g, S)):
         e = fn(comm, gemm)
-        assert 0.0 <= e <= comm + 1e-15 + gemm * 4 / (S - 4)
+        assert 0.0 <= e <= comm * (1 + slow) + 1e-15  # never more than the collective run serially, slowed
         assert fn(comm + more, gemm) >= e - 1e-15
-        assert fn(comm, gemm + more) <= e + more * 4 / (S - 4) + 1e-15
+        assert fn(comm, gemm + more) <= e + more * slow + 1e-15
 
 
 def test_full_recompute_rerun_the_forward_pairs_in_backward():

@@ -42,8 +42,8 @@ class AnalyzeOptions(BaseModel):
       al. 2022 Table 4 shows the backward pass paying for its TP collectives (11.9 ms backward vs 7.7 ms
       forward for 2× the FLOPs), so nothing is hidden by default.
     * ``tp_comm_overlap`` False: TransformerEngine userbuffers (Megatron-Core / NeMo ``--tp-comm-overlap``)
-      pair each of a sequence-parallel layer's ten TP collectives with one GEMM (ring exchange or bulk) and take
-      1–4 SMs from it meanwhile (:mod:`distcalc.analyze.tp_overlap`); replaces ``tp_overlap_efficiency`` for
+      pair each of a sequence-parallel layer's ten TP collectives with one GEMM (ring exchange, pipeline or bulk)
+      and take 1 or 16 SMs from it meanwhile (:mod:`distcalc.analyze.tp_overlap`); replaces ``tp_overlap_efficiency`` for
       dense sequence-parallel layers.
     * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
       bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.

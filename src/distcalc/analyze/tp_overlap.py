@@ -10,16 +10,23 @@ layer (TE ``transformer_engine/pytorch/module/base.py`` ``initialize_ub`` defaul
 
 * **ring exchange** (split pipelined, Wang et al. 2023, "Overlap Communication with Dependent Computation via
   Decomposition in Large Deep Learning Models", ASPLOS '23): the forward AllGather of the norm output with
-  the QKV and MLP-up GEMMs (``qkv_fprop``, ``fc1_fprop``), the forward ReduceScatter with the projection and
-  MLP-down GEMMs (``proj_fprop``, ``fc2_fprop``), the backward AllGather of the output gradient with the
-  projection and MLP-down input-gradient GEMMs (``proj_dgrad``, ``fc2_dgrad``). The GEMM is split into t
-  chunks (t = TP) and the t − 1 transfers of ``c/(t−1)`` each run beside t − 1 of them, so the collective
-  of time ``c`` is hidden up to ``g·(t−1)/t`` of its GEMM's time ``g``: exposed ``max(0, c − g·(t−1)/t)``.
-  These kernels take 1 SM (``RingExchangeOverlapCfg(num_sm=1)``; the transfers are peer-to-peer copies).
+  the QKV and MLP-up GEMMs (``qkv_fprop``, ``fc1_fprop``) and the backward AllGather of the output gradient
+  with the projection and MLP-down input-gradient GEMMs (``proj_dgrad``, ``fc2_dgrad``). The GEMM is split
+  into t chunks (t = TP) and the t − 1 transfers of ``c/(t−1)`` each run beside t − 1 of them, so the
+  collective of time ``c`` is hidden up to ``g·(t−1)/t`` of its GEMM's time ``g``: exposed
+  ``max(0, c − g·(t−1)/t)``. These kernels take 1 SM (the transfers are peer-to-peer copies).
+* **pipeline**: the forward ReduceScatter after the projection and MLP-down GEMMs (``proj_fprop``,
+  ``fc2_fprop``): the GEMM in 4 chunks, each chunk's ReduceScatter beside the next chunk, the last one exposed
+  (:func:`pipeline_exposed_s`), on 16 SMs.
 * **bulk**: the backward re-gather of the sequence-sharded input beside the QKV / MLP-up input-gradient GEMM
   (``qkv_dgrad``, ``fc1_dgrad``) and the ReduceScatter of that input gradient beside the weight-gradient GEMM
   (``qkv_wgrad``, ``fc1_wgrad``): the whole collective beside the whole GEMM, exposed ``max(0, c − g)``,
-  on ``BulkOverlapCfg(num_sm=2…4)`` SMs (4 in the H100 FP8 GPT-3 175B configuration for three of the four).
+  on 16 SMs.
+
+Methods, SMs and splits are TE's defaults (``get_default_config``: ``num_sm`` 1 for ring exchange, else 16;
+``num_splits`` t for ring exchange, else 4) — what ``--tp-comm-overlap`` runs without a configuration file.
+NeMo's per-model configurations change them (e.g. ``userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048``: bulk on
+2–4 SMs, the forward ReduceScatters as ring exchange on 1 SM); those are not modelled one by one.
 
 While a collective runs beside its GEMM, the GEMM has S − k of the S SMs: it is slowed by ``k/(S − k)`` for
 the overlapped time ``min(c, g)`` (the GEMM's waves spread over fewer SMs). Full recomputation re-runs the
@@ -39,11 +46,14 @@ import numpy as np
 
 ArrayLike = Any
 
-#: SMs a ring-exchange overlap kernel takes (NeMo ``RingExchangeOverlapCfg`` num_sm)
+#: SMs a ring-exchange overlap kernel takes (TE ``initialize_ub`` default ``num_sm`` 1 for ring_exchange)
 RING_EXCHANGE_SMS = 1
-#: SMs a bulk overlap kernel takes (NeMo ``BulkOverlapCfg`` num_sm 4 for qkv_dgrad, qkv_wgrad, fc1_wgrad and
-#: 2 for fc1_dgrad in ``userbuffers_fp8_h100_h12288_tp4_mbs1_seqlen2048``)
-BULK_SMS = 4
+#: SMs a bulk or pipeline overlap kernel takes (TE ``initialize_ub`` default ``num_sm`` 16 for the other methods;
+#: NeMo's per-model configurations set 2-24)
+BULK_SMS = 16
+PIPELINE_SMS = 16
+#: chunks of a pipelined GEMM + ReduceScatter (TE default ``num_splits`` 4 for the pipeline method)
+PIPELINE_SPLITS = 4
 
 
 @dataclass(frozen=True)
@@ -67,6 +77,16 @@ def ring_exchange_exposed_s(comm_s: ArrayLike, gemm_s: ArrayLike, tp: ArrayLike,
     return np.maximum(np.subtract(comm_s, window), 0.0) + _sm_slowdown(RING_EXCHANGE_SMS, sm_count) * overlapped
 
 
+def pipeline_exposed_s(comm_s: ArrayLike, gemm_s: ArrayLike, sm_count: int) -> ArrayLike:
+    """GEMM then ReduceScatter in n = :data:`PIPELINE_SPLITS` chunks, chunk i's ReduceScatter beside GEMM chunk
+    i + 1: the last chunk's ReduceScatter ``c/n`` is exposed, and ``(n−1)·max(0, c−g)/n`` where the transfers
+    outrun the chunks; the GEMM is slowed on the kernel's SMs for the overlapped ``(n−1)/n·min(c, g)``."""
+    n = float(PIPELINE_SPLITS)
+    excess = (n - 1.0) * np.maximum(np.subtract(comm_s, gemm_s), 0.0) / n
+    return (np.divide(comm_s, n) + excess
+            + _sm_slowdown(PIPELINE_SMS, sm_count) * (n - 1.0) / n * np.minimum(comm_s, gemm_s))
+
+
 def bulk_exposed_s(comm_s: ArrayLike, gemm_s: ArrayLike, sm_count: int) -> ArrayLike:
     """``max(0, c − g)`` plus the GEMM's slowdown on the bulk kernel's SMs while they overlap."""
     return (np.maximum(np.subtract(comm_s, gemm_s), 0.0)
@@ -84,8 +104,8 @@ def userbuffers_exposure(all_gather_s: ArrayLike, reduce_scatter_s: ArrayLike, g
     qkv_d, proj_d, up_d, down_d = gemms_dgrad_s[:4]
     qkv_w, _, up_w, _ = gemms_wgrad_s[:4]
     ag, rs = all_gather_s, reduce_scatter_s
-    forward = (ring_exchange_exposed_s(ag, qkv_f, tp, sm_count) + ring_exchange_exposed_s(rs, proj_f, tp, sm_count)
-               + ring_exchange_exposed_s(ag, up_f, tp, sm_count) + ring_exchange_exposed_s(rs, down_f, tp, sm_count))
+    forward = (ring_exchange_exposed_s(ag, qkv_f, tp, sm_count) + pipeline_exposed_s(rs, proj_f, sm_count)
+               + ring_exchange_exposed_s(ag, up_f, tp, sm_count) + pipeline_exposed_s(rs, down_f, sm_count))
     backward = (ring_exchange_exposed_s(ag, proj_d, tp, sm_count) + ring_exchange_exposed_s(ag, down_d, tp, sm_count)
                 + np.where(np.asarray(full_recompute) != 0, forward, 0.0))
     bulk = (bulk_exposed_s(ag, qkv_d, sm_count) + bulk_exposed_s(rs, qkv_w, sm_count)
