@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from distcalc.analyze import AnalyzeOptions, analyze
 from distcalc.analyze.tp_overlap import (BULK_SMS, PIPELINE_SMS, PIPELINE_SPLITS, RING_EXCHANGE_SMS,
                                          bulk_exposed_s, pipeline_exposed_s, ring_exchange_exposed_s,
                                          userbuffers_exposure)
+from distcalc.cli import app
 from distcalc.parallel import ParallelConfig
 
 S = 132  # H100 SXM SMs
@@ -93,3 +97,17 @@ def test_userbuffers_never_expose_more_than_the_serial_collectives(tp, micro_bat
     assert 0.0 < ub.time_breakdown["tp_exposed_s"] <= serial.time_breakdown["tp_exposed_s"]
     assert ub.step_time_s <= serial.step_time_s
     assert np.isfinite(ub.step_time_s) and ub.time_breakdown["compute_s"] == serial.time_breakdown["compute_s"]
+
+
+def test_cli_refuses_userbuffers_without_sequence_parallelism():
+    """Megatron-LM ``arguments.py``: "Tensor parallel communication/GEMM overlap can happen only when sequence
+    parallelism is enabled" — one line, exit code 2."""
+    base = ["analyze", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "2", "--allow-oom"]
+    refused = CliRunner().invoke(app, [*base, "--tp-comm-overlap"])
+    assert refused.exit_code == 2
+    assert refused.output.strip().splitlines()[-1].startswith("error: --tp-comm-overlap needs --sequence-parallel")
+    ok = CliRunner().invoke(app, [*base, "--tp-comm-overlap", "--sequence-parallel", "--json"])
+    assert ok.exit_code == 0, ok.output
+    report = json.loads(ok.output)
+    assert report["options"]["tp_comm_overlap"] is True
+    assert "userbuffers" in next(o for o in report["overlaps"] if o["dim"] == "tp")["reason"]

@@ -11,6 +11,7 @@ from pydantic import Field
 from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, ElementwiseKernels, StepReport, analyze
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
+from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, parse_option, request_to_yaml
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
@@ -119,6 +120,11 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
     config = ParallelConfig(**settings, dtype=request.dtype, flash_attention=request.flash_attention,
                             account_for_embedding_and_loss=request.account_for_embedding_and_loss,
                             first_stage_layers=request.first_stage_layers, last_stage_layers=request.last_stage_layers)
+    if request.tp_comm_overlap and config.tp > 1 and not config.sequence_parallel:
+        # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
+        # parallelism is enabled"
+        raise ConfigError(f"--tp-comm-overlap needs --sequence-parallel (tp={config.tp}): userbuffers overlap the "
+                          "sequence-parallel AllGather/ReduceScatter")
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, tp_comm_overlap=request.tp_comm_overlap,
