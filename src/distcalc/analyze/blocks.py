@@ -18,10 +18,12 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
+from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
 from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
+from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
 from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -120,8 +122,11 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
+    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
+    allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
+    split = CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_RING
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
-                ep=ep)
+                ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
     moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
     frac = d.moe_layers / d.layers
@@ -130,9 +135,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h = d.hidden
-    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc,
+                                allgather)
             + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
@@ -163,14 +168,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         tp_ov_exposed = np.where(use, (1.0 - frac) * ub.bulk_s + frac * tp_ov_exposed, tp_ov_exposed)
     attn = out["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
-    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
     ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
-    kappa = o.overlap_compute_slowdown
-    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
-            + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
-              + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
+    kappa = ring_slowdown(cp, keys[Dim.CP].stride, device, cluster, o.overlap_compute_slowdown)
+    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
+    cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
+    cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),

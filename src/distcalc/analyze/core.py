@@ -51,6 +51,7 @@ from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
+from distcalc.compute.attention import attention_kernel_device
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset, stage_layer_split
@@ -232,6 +233,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         cluster = with_calibration(cluster, o.calibration)
     if o.elementwise_kernels is ElementwiseKernels.EAGER:
         device = replace(device, eager_elementwise=True)
+    device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape

@@ -8,14 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
+from distcalc.compute.attention import AttentionKernel
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
 class ContextParallelAlgorithm(str, Enum):
-    """How context parallelism exchanges keys/values: ring attention (Send/Recv) or Ulysses (AllToAll)."""
+    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
+    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
 
     RING = "ring"
     ULYSSES = "ulysses"
+    ALL_GATHER = "all-gather"
 
 
 class ElementwiseKernels(str, Enum):
@@ -72,6 +75,10 @@ class AnalyzeOptions(BaseModel):
       report has its own ``calibration`` summary).
     * ``elementwise_kernels`` ``fused``: Megatron/TE fused kernels; ``eager`` prices the RMSNorm, SwiGLU and
       RoPE of a PyTorch-eager Llama as their composite ops (:class:`ElementwiseKernels`).
+    * ``attention_kernel`` ``fused``: the GPU preset's fused attention (cuDNN / FlashAttention-3 class, what
+      TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
+      attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
+      :mod:`distcalc.compute.attention`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -98,6 +105,8 @@ class AnalyzeOptions(BaseModel):
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
+                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

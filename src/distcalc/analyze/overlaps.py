@@ -51,15 +51,20 @@ def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
                              reason, exposed)
 
 
-def _cp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+def _cp(options: AnalyzeOptions, exposed: float, slowdown: float) -> OverlapAssumption:
+    if options.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER:
+        return OverlapAssumption("cp", "AllGather of K,V (forward, again in backward), ReduceScatter of dK,dV",
+                                 "nothing (critical path)", "cp_algorithm all-gather: the gathered K,V feed the "
+                                 "attention kernels (Llama 3 CP; TransformerEngine: \"KV all-gather ... is exposed\")",
+                                 exposed)
     if options.cp_algorithm == ContextParallelAlgorithm.ULYSSES:
         return OverlapAssumption("cp", "Ulysses AllToAll of q, k, v and the output", "nothing (critical path)",
                                  "cp_algorithm ulysses: the AllToAll feeds the attention kernel", exposed)
     return OverlapAssumption("cp", "ring attention K/V Send/Recv, one block per ring step",
                              "the attention of the block already received (forward), twice that in backward",
                              "cp_algorithm ring: a step is exposed only where its transfer outlasts the attention "
-                             f"it overlaps; that attention {100 * options.overlap_compute_slowdown:.1f} % slower "
-                             "meanwhile", exposed)
+                             f"it overlaps; that attention {100 * slowdown:.1f} % slower meanwhile (the share of "
+                             "the GPU the NCCL transfer takes; smaller when the ring waits on network hops)", exposed)
 
 
 def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
@@ -94,14 +99,17 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
                              f"are exposed; {slow}", exposed)
 
 
-def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions,
-                     breakdown: dict[str, float]) -> list[OverlapAssumption]:
-    """The overlap assumed for every dimension of degree > 1 (module docstring)."""
+def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown: dict[str, float],
+                     cp_slowdown: float | None = None) -> list[OverlapAssumption]:
+    """The overlap assumed for every dimension of degree > 1 (module docstring); ``cp_slowdown``: κ of the
+    ring's overlapped attention (:func:`distcalc.analyze.cp_ring.ring_slowdown`; default
+    ``overlap_compute_slowdown``)."""
     out: list[OverlapAssumption] = []
     if config.tp > 1:
         out.append(_tp(options, breakdown.get("tp_exposed_s", 0.0)))
     if config.cp > 1:
-        out.append(_cp(options, breakdown.get("cp_exposed_s", 0.0)))
+        slowdown = options.overlap_compute_slowdown if cp_slowdown is None else cp_slowdown
+        out.append(_cp(options, breakdown.get("cp_exposed_s", 0.0), slowdown))
     if config.ep > 1:
         out.append(OverlapAssumption("ep", "MoE token dispatch and combine AllToAll", "nothing (critical path)",
                                      "the experts need the dispatched tokens; no overlap modelled",

@@ -13,6 +13,7 @@ import numpy as np
 
 from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
+from distcalc.analyze.cp_ring import ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions
 from distcalc.analyze.overlaps import assumed_overlaps
 from distcalc.calibration import Calibration, load_calibration
@@ -179,6 +180,14 @@ def _groups(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOption
     return groups
 
 
+def _cp_slowdown(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOptions,
+                 device: DeviceCompute) -> float:
+    """κ the model applies to ring attention's overlapped attention for this configuration."""
+    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
+                      options.rank_order)
+    return float(ring_slowdown(config.cp, keys[Dim.CP].stride, device, cluster, options.overlap_compute_slowdown)[0])
+
+
 def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelConfig,
             options: AnalyzeOptions | None = None, tokens: float | None = None, *,
             calibration: Calibration | str | Path | None = None) -> StepReport:
@@ -230,7 +239,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                          "slowest_gpu_factor": f("slowest_gpu_factor"),
                          "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
                                     "1 + cv * E[max of gpus standard normals] times a median GPU's"},
-        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown)],
+        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown,
+                                                        _cp_slowdown(cluster, config, options, device))],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

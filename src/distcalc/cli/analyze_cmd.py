@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import ContextParallelAlgorithm, ElementwiseKernels, StepReport
+from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
@@ -32,6 +32,12 @@ BREAKDOWN_LABELS = {
 }
 
 
+def _flash(on: bool, options: dict) -> str:
+    """``on`` / ``off``, with the attention kernel when it is not the GPU's default fused one."""
+    kernel = options.get("attention_kernel", "fused")
+    return ("on" + (f" ({kernel})" if kernel != "fused" else "")) if on else "off"
+
+
 def _render(report: StepReport, example: bool) -> None:
     c, cl = report.config, report.cluster
     if example:
@@ -42,7 +48,7 @@ def _render(report: StepReport, example: bool) -> None:
                   f"{' dist-opt' if c['distributed_optimizer'] else ''} sp={'on' if c['sequence_parallel'] else 'off'} "
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
-                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}"
+                  f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
                   f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
@@ -208,7 +214,7 @@ def register(app: typer.Typer) -> None:
             help="TransformerEngine userbuffers (Megatron-Core/NeMo --tp-comm-overlap): each sequence-parallel TP "
                  "collective beside its GEMM [default: off]")] = False,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
-            rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+            rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
@@ -223,6 +229,9 @@ def register(app: typer.Typer) -> None:
         elementwise_kernels: Annotated[ElementwiseKernels, typer.Option(
             rich_help_panel=S, help="fused (Megatron/TransformerEngine) or eager (PyTorch composite RMSNorm, "
                                     "SwiGLU, RoPE)")] = ElementwiseKernels.FUSED,
+        attention_kernel: Annotated[AttentionKernel, typer.Option(
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

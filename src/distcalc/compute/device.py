@@ -81,6 +81,9 @@ class DeviceCompute:
     kernel_overhead_s: float  #: per-kernel launch + tail time
     flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
     flash_backward_efficiency: float
+    #: non-causal kernels' rates (a ring-attention step's off-diagonal blocks); None: the causal rates above
+    flash_forward_noncausal_efficiency: float | None = None
+    flash_backward_noncausal_efficiency: float | None = None
     #: bytes per A/B operand element (2 for bf16/fp16, 1 for fp8, MX/NV formats with their block scales):
     #: L2 tile traffic and the streaming floor (:attr:`distcalc.parallel.Precision.operand_bytes`)
     operand_bytes: float = 2.0
@@ -187,6 +190,11 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
 def _load_table() -> dict[str, Any]:
     path = Path(__file__).resolve().parents[1] / "presets" / "compute.yaml"
     return yaml.safe_load(path.read_text())
+
+
+def compute_preset_entry(name: str) -> dict[str, Any]:
+    """The ``presets/compute.yaml`` entry of a GPU preset ({} when it has none)."""
+    return dict(_load_table()["gpus"].get(name) or {})
 
 
 def compute_preset_names() -> list[str]:

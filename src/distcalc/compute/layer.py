@@ -17,7 +17,8 @@ al. 2022 §4.2.2):
   mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
   With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
   device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
-  efficiency (Dao 2023, FlashAttention-2, §3).
+  efficiency (Dao 2023, FlashAttention-2, §3). Under ring context parallelism the same causal work runs as
+  one causal and cp − 1 non-causal kernels with merges between them (:mod:`distcalc.compute.attention`).
 * Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
   norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
   6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
@@ -61,6 +62,8 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
+                                        flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
@@ -112,23 +115,12 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     return fwd, dgrad, wgrad
 
 
-def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: ArrayLike, kv_len: ArrayLike,
-                          head_dim: int, v_head_dim: int, causal: bool = True) -> tuple[ArrayLike, ArrayLike]:
-    """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
-    ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
-    (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
-    §3) at ``P·η_bwd``; plus one kernel overhead each."""
-    pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
-    flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
-    forward = flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
-    backward = 2.5 * flops / (device.peak_flops_per_s * device.flash_backward_efficiency) + device.kernel_overhead_s
-    return forward, backward
-
-
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
-                    cp: ArrayLike, flash: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+                    cp: ArrayLike, flash: ArrayLike, cp_split: ArrayLike = CP_SPLIT_RING) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
-    precision also under FP8 training (``device.attention``)."""
+    precision also under FP8 training (``device.attention``). Fused attention under context parallelism runs
+    as ``cp_split`` says (:mod:`distcalc.compute.attention`): the ring's kernels and merges, all-gather's two
+    prefix kernels, or (no CP, Ulysses) one causal kernel."""
     device = sixteen_bit(device)
     heads = np.divide(dims.heads, t)
     sq = np.divide(s, cp)
@@ -145,15 +137,24 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el
-    flash_fwd, flash_bwd = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
+    one_f, one_b = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
+    q_elements = batch * sq * float(d)
+    kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
+    ring_f, ring_b = ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements)
+    ag_f, ag_b = allgather_attention_times(device, batch, s, cp, d, dv)
+    split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
+    flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
+    flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 
 
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
-                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False) -> LayerTimes:
-    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU."""
+                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
+                cp_split: ArrayLike = CP_SPLIT_RING) -> LayerTimes:
+    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
+    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``)."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
@@ -193,7 +194,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
     fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
 
-    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
+    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention, cp_split)
 
     drop = 1.0 if dims.hidden_dropout else 0.0
     eager = device.eager_elementwise

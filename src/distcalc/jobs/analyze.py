@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, ElementwiseKernels, StepReport, analyze
+from distcalc.analyze import AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, StepReport, analyze
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.errors import ConfigError
@@ -74,6 +74,8 @@ class AnalyzeRequest(PipelineRequest):
     grad_reduce_bytes: int = Field(4, ge=1, le=8, description="bytes per gradient element in DP/FSDP reduction")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
+                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -134,6 +136,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels,
+                             attention_kernel=request.attention_kernel,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

@@ -27,7 +27,11 @@ Rules, column by column:
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
-  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
+  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE);
+  NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
+  ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
+  we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
+  so TransformerEngine runs the FlashAttention-2 package instead of cuDNN attention.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels
+from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.model import ModelSpec
@@ -221,6 +225,18 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
     return config, assumed
 
 
+# NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
+NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
+
+
+def attention_kernel(run: PublishedRun) -> AttentionKernel:
+    """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0``, else fused."""
+    match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
+    if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
+        return AttentionKernel.FLASH2
+    return AttentionKernel.FUSED
+
+
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
@@ -239,6 +255,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
         elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
+        attention_kernel=attention_kernel(run),
     )
 
 
