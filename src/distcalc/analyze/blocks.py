@@ -21,6 +21,7 @@ from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
+from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
@@ -159,6 +160,17 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_ov = total(tp_e, lambda x: x.overlappable)
     window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
+    if o.tp_comm_overlap and dense is not None:  # TE userbuffers: every SP collective beside its GEMM
+        def one(kind: Comm) -> np.ndarray:
+            return next(t for m, t, _ in tp_e if m.collective == kind and m.phase == Phase.FORWARD)
+        ub = userbuffers_exposure(one(Comm.ALL_GATHER), one(Comm.REDUCE_SCATTER),
+                                  *(tuple(slowest * np.asarray(g, dtype=float) for g in gemms) for gemms in
+                                    (dense.gemms_forward_s, dense.gemms_dgrad_s, dense.gemms_wgrad_s)),
+                                  tp, device.sm_count, np.asarray(rc) == 2)
+        use = (np.asarray(sp) != 0) & (np.asarray(tp) > 1)
+        tp_fwd = np.where(use, (1.0 - frac) * ub.forward_s + frac * tp_fwd, tp_fwd)
+        tp_bwd = np.where(use, (1.0 - frac) * ub.backward_s + frac * tp_bwd, tp_bwd)
+        tp_ov_exposed = np.where(use, (1.0 - frac) * ub.bulk_s + frac * tp_ov_exposed, tp_ov_exposed)
     attn = out["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
     # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)

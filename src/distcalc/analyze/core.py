@@ -361,10 +361,20 @@ def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o
     # spread evenly over the CP messages so that the rows add up to the breakdown's cp_exposed_s.
     cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.CP)
     cp_ratio = f(mb["cp_all"]) / cp_on_link if cp_on_link > 0 else 0.0
+    # userbuffers (tp_comm_overlap) hide part of the forward and backward-critical TP messages too: their rows
+    # carry the exposed share of their class (forward / backward-critical) so that they add up to tp_fwd/tp_bwd
+    crit_ratio = {Phase.FORWARD: 1.0, Phase.BACKWARD: 1.0, Phase.RECOMPUTE: 1.0}
+    if o.tp_comm_overlap:
+        for phases, key in (((Phase.FORWARD,), "tp_fwd"), ((Phase.BACKWARD, Phase.RECOMPUTE), "tp_bwd")):
+            on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.TP
+                          and not msg.overlappable and msg.phase in phases)
+            for phase in phases:
+                crit_ratio[phase] = f(mb[key]) / on_link if on_link > 0 else 0.0
     for msg, times, algos in mb["_entries"]:
         per_layer = msg.dim in (Dim.TP, Dim.CP, Dim.EP) and "embedding" not in msg.note and "logits" not in msg.note
         scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb["moe_fraction"]) if msg.dim == Dim.EP else 1.0)
         exposed_frac = (ov_ratio if (msg.dim == Dim.TP and msg.overlappable)
+                        else crit_ratio.get(msg.phase, 1.0) if msg.dim == Dim.TP and per_layer
                         else cp_ratio if msg.dim == Dim.CP else 1.0)
         rows.append((msg, f(times), algos, scope, exposed_frac))
     for msg, times, algos in bd["_entries"]:

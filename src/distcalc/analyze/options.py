@@ -54,6 +54,10 @@ class AnalyzeOptions(BaseModel):
       (``--tp-comm-overlap``) NCCL kernels compete with the GEMMs for SMs and HBM bandwidth; Korthikanti et
       al. 2022 Table 4 shows the backward pass paying for its TP collectives (11.9 ms backward vs 7.7 ms
       forward for 2× the FLOPs), so nothing is hidden by default.
+    * ``tp_comm_overlap`` False: TransformerEngine userbuffers (Megatron-Core / NeMo ``--tp-comm-overlap``)
+      pair each of a sequence-parallel layer's ten TP collectives with one GEMM (ring exchange, pipeline or bulk)
+      and take 1 or 16 SMs from it meanwhile (:mod:`distcalc.analyze.tp_overlap`); replaces ``tp_overlap_efficiency`` for
+      dense sequence-parallel layers.
     * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
       bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.
     * ``optimizer_bytes_per_parameter`` 42: HBM traffic of one mixed-precision Adam step per parameter held
@@ -98,6 +102,7 @@ class AnalyzeOptions(BaseModel):
     overlap_grad_reduce: bool = Field(True, description="overlap DP gradient reduction with backward")
     overlap_param_gather: bool = Field(True, description="overlap distributed-optimizer AllGather with forward")
     tp_overlap_efficiency: float = Field(0.0, ge=0, le=1, description="hidden fraction of overlappable TP comm")
+    tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP collective pipelined with its GEMM")
     grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
     param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")
     optimizer_bytes_per_parameter: float = Field(42.0, ge=0, description="HBM bytes per parameter per step")

@@ -209,6 +209,10 @@ def register(app: typer.Typer) -> None:
             help="overlap DP reduction with backward [default: on]")] = True,
         tp_overlap: Annotated[float, typer.Option(rich_help_panel=S, help="hidden fraction of overlappable TP "
                                                   "comm (0-1)")] = 0.0,
+        tp_comm_overlap: Annotated[bool, typer.Option(
+            "--tp-comm-overlap/--no-tp-comm-overlap", rich_help_panel=S, show_default=False,
+            help="TransformerEngine userbuffers (Megatron-Core/NeMo --tp-comm-overlap): each sequence-parallel TP "
+                 "collective beside its GEMM [default: off]")] = False,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
             rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
         moe_capacity_factor: Annotated[float, typer.Option(

@@ -101,6 +101,12 @@ class LayerTimes:
     forward_elementwise_s: ArrayLike
     backward_wgrad_s: ArrayLike  #: weight-gradient GEMMs (window that hides overlapped TP collectives)
     backward_dgrad_s: ArrayLike  #: input-gradient GEMMs
+    #: per weight GEMM, in the order QKV, output projection, MLP up (+gate), MLP down (dense layers; MoE layers:
+    #: QKV, projection, router, experts up, experts down, shared up, shared down): forward, dgrad, wgrad
+    #: seconds — the GEMM each TransformerEngine userbuffers overlap pairs with a TP collective
+    gemms_forward_s: tuple = ()
+    gemms_dgrad_s: tuple = ()
+    gemms_wgrad_s: tuple = ()
 
     def total_s(self) -> ArrayLike:
         """Forward + backward + recompute."""
@@ -188,11 +194,13 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         moe_f = moe_b = 0.0
 
     fwd_gemm = dgrad = wgrad = 0.0
+    per_gemm: list[tuple[ArrayLike, ArrayLike, ArrayLike]] = []
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
     for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
         f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
                      else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
+        per_gemm.append((f, dg, wg))
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
     fp8_casts = len(gemms) + len(experts) if device.quantize_bytes_per_element else 0
@@ -227,7 +235,9 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, np.where(r == 3, op_sac, 0.0)))
     return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
                       forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
-                      backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)
+                      backward_wgrad_s=wgrad, backward_dgrad_s=dgrad,
+                      gemms_forward_s=tuple(g[0] for g in per_gemm), gemms_dgrad_s=tuple(g[1] for g in per_gemm),
+                      gemms_wgrad_s=tuple(g[2] for g in per_gemm))
 
 
 def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, tp: ArrayLike,
