@@ -35,10 +35,21 @@ def test_cluster_presets_name_their_gpu_and_links():
 
 def test_b200_gemms_run_at_the_measured_sustained_rate():
     n = 8192
-    for dtype, rate in (("bf16", 1.09e15), ("fp8", 1.96e15), ("mxfp8", 1.96e15)):
+    for dtype, rate in (("bf16", 1.09e15), ("fp8", 2.14e15), ("mxfp8", 2.14e15)):
         device = load_device("b200", dtype)
         assert device.power_limited_flops_per_s == rate
         assert float(gemm_time_s(1, n, n, n, device)) >= 2.0 * n**3 / rate
+
+
+@pytest.mark.parametrize("gpu, mamf_fp8, mamf_bf16", [("b200", 3432.5, 1745.0), ("gb200", 3615.6, 1822.0),
+                                                      ("gb300", 3353.3, 1769.0)])  # gb300: B300 SXM's MAMF
+def test_blackwell_fp8_sustained_rate_is_bf16_times_the_measured_mamf_ratio(gpu, mamf_fp8, mamf_bf16):
+    """ml-engineering MAMF table (FP8 float8_e4m3fn and BF16 rows): Blackwell's FP8/BF16 ratio is ~1.9-2.0,
+    not H100's 1.77-1.80; the sustained FP8 and MXFP8 rates carry that ratio on the BF16 sustained rate."""
+    bf16 = load_device(gpu, "bf16").power_limited_flops_per_s
+    for dtype in ("fp8", "mxfp8"):
+        assert load_device(gpu, dtype).power_limited_flops_per_s == pytest.approx(bf16 * mamf_fp8 / mamf_bf16,
+                                                                                 rel=0.01)
 
 
 @pytest.mark.parametrize("dtype, operand, quantize, cache", [

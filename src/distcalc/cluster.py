@@ -31,6 +31,9 @@ class LinkSpec(BaseModel):
     latency_s: float = Field(ge=0, description="α, seconds per collective step")
     efficiency: float = Field(1.0, gt=0, le=1, description="η, achieved fraction of B in a collective")
     pipeline_chunk_bytes: float = Field(0.0, ge=0, description="C, NCCL pipeline chunk (fill cost)")
+    collective_overhead_s: float = Field(
+        0.0, ge=0, description="per-collective time beyond the α-β cost measured in back-to-back collectives "
+        "(launch and stream synchronisation of torch.distributed NCCL calls); 0: not measured")
     source: str = Field("", description="datasheet / paper / measurement the numbers come from")
 
 
@@ -104,6 +107,7 @@ def load_link(name: str | dict[str, Any]) -> LinkSpec:
         bandwidth_bytes_per_s=parse_rate(entry["bandwidth"]), latency_s=parse_time(entry["latency"]),
         efficiency=float(entry.get("efficiency", 1.0)),
         pipeline_chunk_bytes=float(parse_size(entry.get("pipeline_chunk", 0), allow_zero=True)),
+        collective_overhead_s=parse_time(entry["collective_overhead"]) if "collective_overhead" in entry else 0.0,
         source=entry.get("source", ""),
     )
 

@@ -26,6 +26,14 @@ A chunk filling the pipeline crosses every hop of the ring at that hop's speed: 
 (k GPUs on each of n nodes) n of the N = k·n hops are NIC hops and the rest NVLink, so ``η·B`` of the
 fill is the hops' harmonic mean ``1 / ((n/N)/B_inter + (1 − n/N)/B_intra)``; flat groups use their one
 tier.
+
+The same ring-like collectives also pay the link's ``collective_overhead_s`` once each (the larger of the
+two tiers' on a hierarchical group): what one collective costs beyond the α-β model when a framework issues
+them back to back through ``torch.distributed`` (kernel launch, the NCCL stream's event synchronisation with
+the compute stream). SimuMax measured it on a DGX B200 (32 MiB AllReduce / AllGather / ReduceScatter in
+bursts of 20 at 2, 4 and 8 ranks, minus its nccl-tests α-β fit: 22.2, 23.1, 25.6 µs; MooreThreads/SimuMax
+``configs/system/b200_bf16_ceperm.json``, ``tools/b200/build_current_machine_system_config.py``); links
+without a measurement carry 0.
 """
 
 from __future__ import annotations
@@ -61,6 +69,8 @@ class GroupPlacement:
     pipeline_chunk_bytes: float
     tier: str  #: "intra", "inter", "hierarchical" or "none"
     preferred_algorithm: str = "auto"  #: the cluster's library algorithm where valid (NCCL: ring)
+    #: per-collective overhead of the group's link (:attr:`distcalc.cluster.LinkSpec.collective_overhead_s`)
+    collective_overhead_s: float = 0.0
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary (design §4 ``topology`` field)."""
@@ -130,7 +140,7 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
             topo = make_topology(TopologyKind.SWITCH, size, intra_bw, cluster.intra.latency_s,
                                  in_network_reduction=inr)
         return GroupPlacement(dim, size, stride, 1, size, topo, intra_bw, cluster.intra.pipeline_chunk_bytes, "intra",
-                              cluster.collective_algorithm)
+                              cluster.collective_algorithm, cluster.intra.collective_overhead_s)
     if cluster.inter is None or cluster.inter_bandwidth_per_gpu_bytes_per_s == 0:
         raise ConfigError(f"cluster {cluster.name!r} has no inter-node link but the {dim.value} group spans "
                           f"{nodes} nodes (size {size}, stride {stride}, {g} GPUs per node)")
@@ -138,7 +148,8 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
     chunk = cluster.inter.pipeline_chunk_bytes
     if per_node == 1:
         topo = make_topology(TopologyKind.SWITCH, size, inter_bw, cluster.inter.latency_s)
-        return GroupPlacement(dim, size, stride, nodes, 1, topo, inter_bw, chunk, "inter", cluster.collective_algorithm)
+        return GroupPlacement(dim, size, stride, nodes, 1, topo, inter_bw, chunk, "inter", cluster.collective_algorithm,
+                              cluster.inter.collective_overhead_s)
     gpus = per_node * nodes  # uneven spans are rounded up to the fullest node (approximation)
     topo = make_topology(TopologyKind.HIERARCHICAL, gpus, intra_bw, cluster.intra.latency_s,
                          gpus_per_node=per_node, inter_bandwidth_bytes_per_s=inter_bw,
@@ -148,7 +159,8 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
     inter_share = nodes / gpus
     fill_bw = 1.0 / (inter_share / inter_bw + (1.0 - inter_share) / intra_bw)
     return GroupPlacement(dim, size, stride, nodes, per_node, topo, fill_bw, chunk, "hierarchical",
-                          cluster.collective_algorithm)
+                          cluster.collective_algorithm,
+                          max(cluster.intra.collective_overhead_s, cluster.inter.collective_overhead_s))
 
 
 def place_groups(cluster: ClusterSpec, tp: int = 1, pp: int = 1, dp: int = 1, cp: int = 1, ep: int = 1,
@@ -214,4 +226,5 @@ def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPl
     passes = {Comm.ALL_REDUCE: 2, Comm.REDUCE_SCATTER: 1, Comm.ALL_GATHER: 1}.get(kind, 0)
     fill_steps = max(passes * (n - 1) - 1, 0)
     fill = fill_steps * np.minimum(m / n, placement.pipeline_chunk_bytes) / placement.fill_bandwidth_bytes_per_s
-    return np.where(m > 0, cost.time_s + fill, 0.0), cost.algorithm
+    overhead = placement.collective_overhead_s if passes else 0.0
+    return np.where(m > 0, cost.time_s + fill + overhead, 0.0), cost.algorithm

@@ -134,8 +134,11 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
     params_gpu = dpb["params_gpu"]
-    opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
-                                                    / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
+    # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
+    expert_gpu = dpb["expert_params_gpu"]
+    opt = lambda params: mb["slowest_gpu_factor"] * (params * o.optimizer_bytes_per_parameter  # noqa: E731
+                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     s = u["seq_len"]
     return {
         "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
@@ -143,7 +146,8 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
-        "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]),
+        "opt_replicated": opt(params_gpu),
+        "opt_sharded": opt((params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
@@ -318,13 +322,18 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                   dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes)]
         grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
+        expert_counts = [np.asarray(msg.count, dtype=float) for msg in
+                         dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,
+                                              o.param_gather_bytes)]
         result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, lps_slowest, transfers, grad_exposed,
-                                      dp_exposed - grad_exposed, o)
+                                      dp_exposed - grad_exposed, o, expert_counts)
     return result
 
 
-def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o) -> list[dict[str, Any]]:
-    """Per-message records of configuration 0: count per step, time on the link, exposed time."""
+def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o,
+             expert_counts=()) -> list[dict[str, Any]]:
+    """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
+    experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
     f = lambda x: float(np.ravel(x)[0])  # noqa: E731
     rows = []
     ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
@@ -332,17 +341,30 @@ def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o
     # spread evenly over the CP messages so that the rows add up to the breakdown's cp_exposed_s.
     cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.CP)
     cp_ratio = f(mb["cp_all"]) / cp_on_link if cp_on_link > 0 else 0.0
+    # userbuffers (tp_comm_overlap) hide part of the forward and backward-critical TP messages too: their rows
+    # carry the exposed share of their class (forward / backward-critical) so that they add up to tp_fwd/tp_bwd
+    crit_ratio = {Phase.FORWARD: 1.0, Phase.BACKWARD: 1.0, Phase.RECOMPUTE: 1.0}
+    if o.tp_comm_overlap:
+        for phases, key in (((Phase.FORWARD,), "tp_fwd"), ((Phase.BACKWARD, Phase.RECOMPUTE), "tp_bwd")):
+            on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.TP
+                          and not msg.overlappable and msg.phase in phases)
+            for phase in phases:
+                crit_ratio[phase] = f(mb[key]) / on_link if on_link > 0 else 0.0
     for msg, times, algos in mb["_entries"]:
         per_layer = msg.dim in (Dim.TP, Dim.CP, Dim.EP) and "embedding" not in msg.note and "logits" not in msg.note
         scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb["moe_fraction"]) if msg.dim == Dim.EP else 1.0)
         exposed_frac = (ov_ratio if (msg.dim == Dim.TP and msg.overlappable)
+                        else crit_ratio.get(msg.phase, 1.0) if msg.dim == Dim.TP and per_layer
                         else cp_ratio if msg.dim == Dim.CP else 1.0)
         rows.append((msg, f(times), algos, scope, exposed_frac))
     for msg, times, algos in bd["_entries"]:
         rows.append((msg, f(times), algos, f(m) * f(transfers), 0.0 if o.pipeline_p2p_overlap else 1.0))
-    dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in zip(counts, dpb["_entries"]))
+    dp_rows = list(zip(counts, dpb["_entries"]))
+    if f(dpb["edp_group"]) > 1:
+        dp_rows += list(zip(expert_counts, dpb["_expert_entries"]))
+    dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in dp_rows)
     dp_ratio = (f(grad_exposed) + f(ag_exposed)) / dp_total if dp_total > 0 else 0.0
-    for cnt, (msg, times, algos) in zip(counts, dpb["_entries"]):
+    for cnt, (msg, times, algos) in dp_rows:
         rows.append((msg, f(times), algos, f(cnt), dp_ratio))
     for msg, times, algos in dpb["_sync_entries"]:
         rows.append((msg, f(times), algos, f(msg.count), 1.0))

@@ -54,6 +54,10 @@ class AnalyzeOptions(BaseModel):
       (``--tp-comm-overlap``) NCCL kernels compete with the GEMMs for SMs and HBM bandwidth; Korthikanti et
       al. 2022 Table 4 shows the backward pass paying for its TP collectives (11.9 ms backward vs 7.7 ms
       forward for 2× the FLOPs), so nothing is hidden by default.
+    * ``tp_comm_overlap`` False: TransformerEngine userbuffers (Megatron-Core / NeMo ``--tp-comm-overlap``)
+      pair each of a sequence-parallel layer's ten TP collectives with one GEMM (ring exchange, pipeline or bulk)
+      and take 1 or 16 SMs from it meanwhile (:mod:`distcalc.analyze.tp_overlap`); replaces ``tp_overlap_efficiency`` for
+      dense sequence-parallel layers.
     * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
       bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.
     * ``optimizer_bytes_per_parameter`` 42: HBM traffic of one mixed-precision Adam step per parameter held
@@ -98,13 +102,17 @@ class AnalyzeOptions(BaseModel):
     overlap_grad_reduce: bool = Field(True, description="overlap DP gradient reduction with backward")
     overlap_param_gather: bool = Field(True, description="overlap distributed-optimizer AllGather with forward")
     tp_overlap_efficiency: float = Field(0.0, ge=0, le=1, description="hidden fraction of overlappable TP comm")
+    tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP collective pipelined with its GEMM")
     grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
     param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")
     optimizer_bytes_per_parameter: float = Field(42.0, ge=0, description="HBM bytes per parameter per step")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
-    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
+    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor: expert inputs padded "
+                                       "to it (AllToAll, expert GEMMs, permute)")
+    moe_load_imbalance: float | None = Field(None, ge=1, description="dropless MoE routing: routed tokens of the "
+                                             "busiest EP rank / the mean (None: capacity-bound, padded)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
     overlap_compute_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0, lt=1,
                                             description="compute slowdown while an overlapped collective runs")
@@ -119,3 +127,11 @@ class AnalyzeOptions(BaseModel):
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")
+
+
+def moe_slot_factor(options: AnalyzeOptions) -> float:
+    """Routed token slots of the busiest EP rank per mean routed token: the capacity factor when expert inputs
+    are padded to capacity (tokens over it dropped), the load imbalance with dropless routing. Default 1.0:
+    balanced, as the published MoE benchmarks run (padded to capacity 1 in SimuMax's B200 runs; Megatron-Bridge's
+    performance summary forces balanced routing for its MoE numbers)."""
+    return options.moe_capacity_factor if options.moe_load_imbalance is None else options.moe_load_imbalance

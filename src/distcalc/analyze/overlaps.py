@@ -32,6 +32,15 @@ class OverlapAssumption:
 
 
 def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+    if options.tp_comm_overlap:
+        return OverlapAssumption(
+            "tp", "per-layer AllGather / ReduceScatter, forward and backward (sequence parallel)",
+            "each beside one GEMM: forward AllGather with QKV / MLP-up (ring exchange), ReduceScatter with "
+            "projection / MLP-down (pipelined in 4 chunks); backward AllGather with projection / MLP-down dgrad (ring "
+            "exchange), input re-gather with QKV / MLP-up dgrad and their ReduceScatter with their wgrad (bulk)",
+            "tp_comm_overlap: TransformerEngine userbuffers (TE default methods); exposed where a collective outlasts "
+            "its GEMM (ring exchange: (t-1)/t of it) and a pipelined ReduceScatter's last chunk, the GEMM slowed by "
+            "the 1 or 16 SMs the kernels take", exposed)
     eff = options.tp_overlap_efficiency
     hidden = (f"{100 * eff:.0f} % of the backward ones behind the backward GEMMs; forward ones exposed" if eff > 0
               else "nothing (critical path)")

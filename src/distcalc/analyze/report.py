@@ -14,7 +14,7 @@ import numpy as np
 from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
 from distcalc.analyze.cp_ring import ring_slowdown
-from distcalc.analyze.options import AnalyzeOptions
+from distcalc.analyze.options import AnalyzeOptions, moe_slot_factor
 from distcalc.analyze.overlaps import assumed_overlaps
 from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
@@ -176,7 +176,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
             calibration: Calibration | str | Path | None = None) -> StepReport:
     """The full step-time report of one configuration (validated against the model first).
     ``calibration``: as in :func:`evaluate_batch`."""
-    from distcalc.memory import memory_report
+    from distcalc.memory import MemoryOptions, memory_report
 
     spec, cluster = _resolve(spec, cluster)
     options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
@@ -196,7 +196,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         row["topology"] = groups[row["dim"]]["kind"]
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
-    mem = memory_report(spec, config, cluster.gpu)
+    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options)))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration

@@ -169,8 +169,19 @@ def register(app: typer.Typer) -> None:
             help="overlap DP reduction with backward [default: on]")] = True,
         tp_overlap: Annotated[float, typer.Option(rich_help_panel=S, help="hidden fraction of overlappable TP "
                                                   "comm (0-1)")] = 0.0,
+        tp_comm_overlap: Annotated[bool, typer.Option(
+            "--tp-comm-overlap/--no-tp-comm-overlap", rich_help_panel=S, show_default=False,
+            help="TransformerEngine userbuffers (Megatron-Core/NeMo --tp-comm-overlap): each sequence-parallel TP "
+                 "collective beside its GEMM [default: off]")] = False,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
             rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
+        moe_capacity_factor: Annotated[float, typer.Option(
+            min=0.01, max=64.0, rich_help_panel=P,
+            help="MoE: expert inputs padded to this many times the mean routed tokens")] = 1.0,
+        moe_load_imbalance: Annotated[Optional[float], typer.Option(
+            min=1.0, max=64.0, rich_help_panel=P, show_default=False,
+            help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
+                 "capacity factor) [default: padded to capacity]")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
@@ -218,6 +229,8 @@ def register(app: typer.Typer) -> None:
                                     gpus_per_node=r.gpus_per_node, micro_batch=r.micro_batch,
                                     global_batch=r.global_batch, seq_len=r.seq_len), upper_only=True)
         check_float(r.tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(r.moe_capacity_factor, "--moe-capacity-factor", 0.01, 64.0)
+        check_float(r.moe_load_imbalance, "--moe-load-imbalance", 1.0, 64.0)
         check_float(r.tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
         plot = Path(values["plot"]) if values["plot"] is not None else None
         if plot is not None:

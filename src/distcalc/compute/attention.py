@@ -97,18 +97,33 @@ def flash2_gpus() -> list[str]:
     return [name for name in compute_preset_names() if compute_preset_entry(name).get("flash2")]
 
 
+def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int,
+                           causal: bool = True) -> tuple[float, float]:
+    """(forward, backward) fraction of peak of one fused attention kernel: the causal or the non-causal rate;
+    MLA's unequal widths (DeepSeek-V2/V3: d_qk = 128 + 64 rotary = 192, d_v = 128) take cuDNN's kernel for
+    unequal head dimensions, which SimuMax measured on a DGX B200 (TE 2.11 ``DotProductAttention``, causal) at
+    0.43 forward / 0.33 backward against 0.59 / 0.45 at d_qk = d_v = 128 (compute.yaml ``flash_mla_*``; used
+    for non-causal steps too, not measured apart); a device without that measurement keeps its rates."""
+    eta_f, eta_b = device.flash_forward_efficiency, device.flash_backward_efficiency
+    if not causal:
+        eta_f = device.flash_forward_noncausal_efficiency or eta_f
+        eta_b = device.flash_backward_noncausal_efficiency or eta_b
+    if head_dim != v_head_dim:
+        eta_f = device.flash_mla_forward_efficiency or eta_f
+        eta_b = device.flash_mla_backward_efficiency or eta_b
+    return eta_f, eta_b
+
+
 def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: ArrayLike, kv_len: ArrayLike,
                           head_dim: int, v_head_dim: int, causal: bool = True) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
     (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
-    §3) at ``P·η_bwd``; η the causal or the non-causal rate; plus one kernel overhead each."""
+    §3) at ``P·η_bwd``; η the causal or the non-causal rate (MLA's: :func:`attention_efficiencies`); plus one
+    kernel overhead each."""
     pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
     flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
-    eta_f, eta_b = device.flash_forward_efficiency, device.flash_backward_efficiency
-    if not causal:
-        eta_f = device.flash_forward_noncausal_efficiency or eta_f
-        eta_b = device.flash_backward_noncausal_efficiency or eta_b
+    eta_f, eta_b = attention_efficiencies(device, head_dim, v_head_dim, causal)
     forward = flops / (device.peak_flops_per_s * eta_f) + device.kernel_overhead_s
     backward = 2.5 * flops / (device.peak_flops_per_s * eta_b) + device.kernel_overhead_s
     return forward, backward

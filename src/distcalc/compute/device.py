@@ -102,6 +102,10 @@ class DeviceCompute:
     activation_bytes: float = Precision.BF16.activation_bytes
     #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
     eager_elementwise: bool = False
+    #: fused attention with unequal query/key and value head widths (MLA, d_qk = 192, d_v = 128): forward and
+    #: backward FLOP/s as fractions of peak where measured (compute.yaml ``flash_mla_*``); None: as d_qk = d_v
+    flash_mla_forward_efficiency: float | None = None
+    flash_mla_backward_efficiency: float | None = None
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -237,7 +241,15 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
         power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
+        flash_mla_forward_efficiency=_optional_float(entry, "flash_mla_forward_efficiency"),
+        flash_mla_backward_efficiency=_optional_float(entry, "flash_mla_backward_efficiency"),
     )
+
+
+def _optional_float(entry: dict[str, Any], key: str) -> float | None:
+    """``entry[key]`` as a float, None where the preset does not give it."""
+    value = entry.get(key)
+    return None if value is None else float(value)
 
 
 def _power_limit(entry: dict[str, Any], dtype: Any) -> float:

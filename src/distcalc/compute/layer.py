@@ -71,6 +71,8 @@ from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allga
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.mla import qkv_projections
+from distcalc.compute.moe import permute_times, router_times
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Recompute
 
@@ -99,6 +101,12 @@ class LayerTimes:
     forward_elementwise_s: ArrayLike
     backward_wgrad_s: ArrayLike  #: weight-gradient GEMMs (window that hides overlapped TP collectives)
     backward_dgrad_s: ArrayLike  #: input-gradient GEMMs
+    #: per weight GEMM, in the order QKV, output projection, MLP up (+gate), MLP down (dense layers; MoE layers:
+    #: QKV, projection, router, experts up, experts down, shared up, shared down): forward, dgrad, wgrad
+    #: seconds — the GEMM each TransformerEngine userbuffers overlap pairs with a TP collective
+    gemms_forward_s: tuple = ()
+    gemms_dgrad_s: tuple = ()
+    gemms_wgrad_s: tuple = ()
 
     def total_s(self) -> ArrayLike:
         """Forward + backward + recompute."""
@@ -151,45 +159,51 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
                 flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
-                cp_split: ArrayLike = CP_SPLIT_RING) -> LayerTimes:
+                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0) -> LayerTimes:
     """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
-    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``)."""
+    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``).
+    MoE: each local expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so
+    the GEMMs and the permute move the padding too), and the router and permute kernels are
+    :mod:`distcalc.compute.moe`'s."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
     sp = np.asarray(sequence_parallel) != 0
     stream = np.where(sp, np.divide(tokens, t), tokens) * h  # residual-stream elements on this rank
 
-    gemms = [
-        (1, tokens, np.divide(dims.qkv_width, t), h),
-        (1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t)),
-    ]
+    projections = qkv_projections(dims, tokens, t)
+    gemms = projections.gemms + [(1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t))]
+    experts: list[tuple[Any, Any, Any, Any]] = []  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
     m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
     if moe:
         local = np.divide(dims.experts, ep)
-        per_expert = tokens * dims.experts_per_token / local
-        gemms += [(1, tokens, dims.experts, h),
-                  (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
-                  (local, per_expert, h, np.divide(dims.expert_ffn, t))]
+        per_expert = tokens * dims.experts_per_token * np.asarray(capacity_factor, dtype=float) / local
+        gemms += [(1, tokens, dims.experts, h)]
+        experts = [(local, per_expert, np.divide(m * dims.expert_ffn, t), h),
+                   (local, per_expert, h, np.divide(dims.expert_ffn, t))]
         if dims.shared_ffn:
             gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
         act_elements = tokens * (dims.experts_per_token * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
-        permute_bytes = 4.0 * device.activation_bytes * tokens * dims.experts_per_token * h  # permute + unpermute, read + write
+        dispatch_tokens = np.where(sp, np.divide(tokens, t), tokens)  # the dispatcher's tokens (SP-sharded)
+        perm_f, perm_b = permute_times(device, dispatch_tokens, dims.experts_per_token, h, capacity_factor, ep, local)
+        router_f, router_b = router_times(device, tokens, dims.experts)
+        moe_f, moe_b = perm_f + router_f, perm_b + router_b
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
-        permute_bytes = 0.0
+        moe_f = moe_b = 0.0
 
     fwd_gemm = dgrad = wgrad = 0.0
+    per_gemm: list[tuple[ArrayLike, ArrayLike, ArrayLike]] = []
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
-    for i, (batch, mm, nn, kk) in enumerate(gemms):
-        expert = moe and i in (3, 4)  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
-        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if expert
+    for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
+        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
                      else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
+        per_gemm.append((f, dg, wg))
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
-    fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
+    fp8_casts = len(gemms) + len(experts) if device.quantize_bytes_per_element else 0
 
     attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention, cp_split)
 
@@ -198,20 +212,20 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     act_fwd_b, act_bwd_b = (EAGER_SWIGLU_BYTES if eager else (6.0, 10.0)) if dims.gated else (4.0, 6.0)
     norm_fwd_b, norm_bwd_b = EAGER_RMSNORM_BYTES if eager and dims.rmsnorm else (4.0, 8.0)
     rope_b = EAGER_ROPE_BYTES if eager else 4.0
-    rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
-        if dims.rope else 0.0
+    rope_elements = projections.rope_elements
+    latent = projections.latent_norm_elements  # MLA's latent RMSNorms (distcalc.compute.mla)
     fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
-                 + permute_bytes)
+                 + latent * norm_fwd_b)
     bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
-                 + permute_bytes)
+                 + latent * norm_bwd_b)
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
     eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
-    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts + eager_kernels
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
+    kernels = 5 + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el
@@ -223,7 +237,9 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
                                     np.where(r == Recompute.SELECTIVE_OP.code, op_sac, 0.0)))
     return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
                       forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
-                      backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)
+                      backward_wgrad_s=wgrad, backward_dgrad_s=dgrad,
+                      gemms_forward_s=tuple(g[0] for g in per_gemm), gemms_dgrad_s=tuple(g[1] for g in per_gemm),
+                      gemms_wgrad_s=tuple(g[2] for g in per_gemm))
 
 
 def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, tp: ArrayLike,

@@ -12,6 +12,7 @@ from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAl
                               FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
+from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, parse_option, request_to_yaml
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
@@ -66,7 +67,11 @@ class AnalyzeRequest(PipelineRequest):
     order: str = "tp-cp-dp-pp"
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
+    tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP TP collective beside its GEMM")
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
+    moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
+    moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
+                                                description="MoE dropless: busiest EP rank / mean routed tokens")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
                                     description="compute slowdown beside an overlapped DP/FSDP/CP collective")
@@ -122,9 +127,17 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
     config = ParallelConfig(**settings, dtype=request.dtype, flash_attention=request.flash_attention,
                             account_for_embedding_and_loss=request.account_for_embedding_and_loss,
                             first_stage_layers=request.first_stage_layers, last_stage_layers=request.last_stage_layers)
+    if request.tp_comm_overlap and config.tp > 1 and not config.sequence_parallel:
+        # Megatron-LM arguments.py: "Tensor parallel communication/GEMM overlap can happen only when sequence
+        # parallelism is enabled"
+        raise ConfigError(f"--tp-comm-overlap needs --sequence-parallel (tp={config.tp}): userbuffers overlap the "
+                          "sequence-parallel AllGather/ReduceScatter")
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
-                             tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
+                             tp_overlap_efficiency=request.tp_overlap, tp_comm_overlap=request.tp_comm_overlap,
+                             cp_algorithm=request.cp_algorithm,
+                             moe_capacity_factor=request.moe_capacity_factor,
+                             moe_load_imbalance=request.moe_load_imbalance,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,

@@ -90,6 +90,7 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     stored_dense, work_dense = layer_activation_bytes(dims, False, recompute=recompute, flash=flash,
                                                       activation_bytes=activation_bytes, **act)
     stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash,
+                                                   moe_token_factor=options.moe_token_factor,
                                                    activation_bytes=activation_bytes, **act)
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)

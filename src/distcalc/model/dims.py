@@ -50,6 +50,9 @@ class ModelDims:
     embedding_dropout: bool
     rope: bool
     rmsnorm: bool  #: RMSNorm (else LayerNorm): what an eager framework runs as composite ops
+    q_lora_rank: int  #: MLA query latent width (0: full query projection)
+    kv_lora_rank: int  #: MLA key/value latent width (0: not MLA)
+    qk_rope_dim: int  #: MLA rotary part of d_qk (the key's rotary part is shared by all heads)
     parameters: int
     parameters_per_layer: float  #: mean non-embedding parameters of one layer (all experts)
     expert_parameters_per_layer: float  #: mean routed-expert parameters of one layer (sharded by EP too)
@@ -87,6 +90,11 @@ class ModelDims:
         return self.lm_head or float(self.vocab * self.hidden)
 
     @property
+    def mla_latent(self) -> float:
+        """MLA: query + key/value latent widths r_q + r_kv (0 without MLA)."""
+        return float(self.q_lora_rank + self.kv_lora_rank)
+
+    @property
     def uniform(self) -> bool:
         """All layers have the same parameters and activations (all dense, or all MoE)."""
         return self.moe_layers in (0, self.layers)
@@ -117,6 +125,9 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         gated=spec.is_gated, vocab=spec.vocab_size, attention_dropout=spec.attention_dropout > 0,
         hidden_dropout=spec.hidden_dropout > 0, embedding_dropout=spec.embedding_dropout > 0, rope=pos == "rope",
         rmsnorm=getattr(spec.norm_type, "value", spec.norm_type) == "rmsnorm", parameters=spec.parameters,
+        q_lora_rank=int(spec.q_lora_rank or 0) if spec.is_mla else 0,
+        kv_lora_rank=int(spec.kv_lora_rank or 0) if spec.is_mla else 0,
+        qk_rope_dim=int(spec.qk_rope_head_dim or 0) if spec.is_mla else 0,
         parameters_per_layer=sum(p.total for p in layers) / L,
         expert_parameters_per_layer=sum(p.mlp_experts for p in layers) / L,
         dense_sharded=float(dense.non_expert - dense.replicated) if dense else 0.0,

@@ -24,7 +24,8 @@ Rules, column by column:
 * Precision: ``fp16``/``bf16``; ``fp8`` with the label the source printed (``FP8-CS`` current scaling and
   delayed scaling → ``fp8``; ``FP8-MX`` → ``mxfp8``; ``NVFP4`` → ``nvfp4``) when distcalc has that dtype.
 * Options: ``dp_comm_overlap`` → ``overlap_grad_reduce`` and ``overlap_param_gather``; NeMo's
-  ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
+  ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_comm_overlap`` (each collective
+  of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
   NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
@@ -256,6 +257,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
+        tp_comm_overlap=run.tp_comm_overlap == "per recipe",
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
