@@ -13,7 +13,7 @@ from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig
 from distcalc.schedules import get_schedule, peak_in_flight
 from distcalc.search.engine import search
-from distcalc.search.space import SpaceChoices
+from distcalc.search.space import CLOSED_FORM_SCHEDULES, SpaceChoices
 
 NEW = ["zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"]
 #: The Zero Bubble paper's 6.2B GPT-like model (Qi et al. 2024 Table 3; vocabulary 32000 as in validation).
@@ -58,6 +58,33 @@ def test_search_picks_zb_v_where_the_zero_bubble_authors_show_it_winning():
                     choices=SpaceChoices(schedule=("1f1b", "zb-h1", "zb-v"), zero=(0,), recompute=("none",)))
     best = result.top(1)[0]
     assert best["schedule"] == "zb-v" and best["pp"] > 1
+
+
+#: The Zero Bubble paper's 28.3B GPT-like model (Qi et al. 2024 Table 3), its largest, trained on 32 A100s.
+GPT_28B = ModelSpec(name="gpt-28.3b", model_type="gpt", hidden_size=6144, num_hidden_layers=62, num_attention_heads=48,
+                    intermediate_size=24576, vocab_size=32000, max_position_embeddings=1024, tie_word_embeddings=True,
+                    hidden_act="gelu", gated_mlp=False, norm_type="layernorm", position_embedding="learned")
+
+
+def test_default_search_picks_zb_v_on_the_zero_bubble_papers_largest_setup():
+    """With no --schedule the search weighs every schedule: on the paper's 28.3B model, 32 A100s and a global
+    batch of 96 (Table 4's m = 96 setup) it picks ZB-V (the paper's §6: ZB-V fastest at 1F1B's memory), and
+    the closed-form schedules alone are slower."""
+    cluster = load_cluster("dgx-a100")
+    result = search(GPT_28B, cluster, 32, global_batch=96, seq_len=1024, choices=SpaceChoices(zero=(0, 1)))
+    best = result.top(1)[0]
+    assert best["schedule"] == "zb-v" and best["pp"] > 1
+    closed = search(GPT_28B, cluster, 32, global_batch=96, seq_len=1024,
+                    choices=SpaceChoices(zero=(0, 1), schedule=CLOSED_FORM_SCHEDULES)).top(1)[0]
+    assert closed["step_time_s"] > best["step_time_s"]
+
+
+def test_search_rejects_plans_above_the_execution_budget_by_name():
+    result = search(GPT_6B, load_cluster("dgx-a100"), 8, global_batch=4096, seq_len=1024,
+                    choices=SpaceChoices(schedule=("1f1b", "zb-v"), zero=(0,), recompute=("none",)))
+    rule = next(r for r in result.counts[0].rejections.rules if r.startswith("executed schedule"))
+    assert result.counts[0].rejections.rules[rule] > 0
+    assert any(row["schedule"] == "zb-v" for row in result.rows())  # smaller plans (more DP) still searched
 
 
 def test_invalid_schedule_shapes_are_config_errors():
