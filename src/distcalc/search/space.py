@@ -72,7 +72,7 @@ EXECUTED_PASS_BUDGET = 20_000
 #: Other spellings accepted by ``--schedule``.
 SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
 ZERO_CHOICES = (0, 1, 2, 3)
-_BUDGET_RULE = f"executed schedule: 3*pp*micro-batches*chunks > {EXECUTED_PASS_BUDGET} passes"
+_BUDGET_RULE = f"executed schedule: its plan has more than {EXECUTED_PASS_BUDGET} passes"
 _INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
 _ONE_F_ONE_B = SCHEDULE_CHOICES.index("1f1b")
 _ZERO_BUBBLE = SCHEDULE_CHOICES.index("zero-bubble")
@@ -216,6 +216,14 @@ def _uneven_fits(limits: SpaceLimits, pp: np.ndarray, first: int, last: int) -> 
     return (pp == 1) | ((pp >= 2) & (rest >= 0) & ok)
 
 
+def _uneven_chunks_fit(limits: SpaceLimits, pp: np.ndarray, vpp: np.ndarray, first: int, last: int) -> np.ndarray:
+    """With uneven ends and vpp > 1 every chunk of a stage holds its layers / vpp (Megatron-Core's
+    interleaved uneven layout): the first, last and middle-stage layer counts divisible by vpp."""
+    given = int(first > 0) + int(last > 0)
+    middle = (limits.num_layers - first - last) // np.maximum(pp - given, 1)
+    return (first % vpp == 0) & (last % vpp == 0) & ((pp - given == 0) | (middle % vpp == 0))
+
+
 _PP_RULE = "num_layers % pp (and num_layers+2 with the embedding/loss split)"
 _UNEVEN_RULE = "num_layers - first - last over the other stages"
 _PP_VPP_RULE = "num_layers % (pp*vpp) (and num_layers+2 with the embedding/loss split)"
@@ -301,9 +309,11 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f = _Filter(columns, later, rejections)
     pp, vpp, schedule = columns["pp"], columns["vpp"], columns["schedule"]
     if choices.uneven:
-        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages need vpp = 1", vpp > 1)
-        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages: gpipe, 1f1b or zero-bubble",
+        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages: gpipe, 1f1b, interleaved or zero-bubble",
                  (pp > 1) & (schedule >= len(CLOSED_FORM_SCHEDULES)))
+        f.reject(RejectReason.DIVISIBILITY, "uneven first/last stages: first, last and middle layers % vpp",
+                 (vpp > 1) & ~_uneven_chunks_fit(limits, pp, vpp, choices.first_stage_layers,
+                                                 choices.last_stage_layers))
     else:
         f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
     f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
@@ -343,8 +353,11 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     sched = columns["schedule"]
     chunks = np.where((sched == _ZB_V) | (sched == _DUALPIPEV), 2, 1)
     passes = 3 * chunks * columns["pp"] * micro_batches
-    f.reject(RejectReason.INCOMPATIBLE, _BUDGET_RULE, (sched >= len(CLOSED_FORM_SCHEDULES)) & (columns["pp"] > 1)
-             & (passes > EXECUTED_PASS_BUDGET))
+    executed = sched >= len(CLOSED_FORM_SCHEDULES)
+    if choices.uneven:  # interleaved with uneven ends is executed too: F and BW per chunk
+        executed = executed | (sched == _INTERLEAVED)
+        passes = np.where(sched == _INTERLEAVED, 2 * columns["vpp"] * columns["pp"] * micro_batches, passes)
+    f.reject(RejectReason.INCOMPATIBLE, _BUDGET_RULE, executed & (columns["pp"] > 1) & (passes > EXECUTED_PASS_BUDGET))
     columns = f.result()
 
     # Stage 4: memory options: sequence parallelism, then ZeRO, then recompute (filtered in between).
