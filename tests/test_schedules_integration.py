@@ -113,3 +113,33 @@ def test_cli_plot_draws_every_schedule(tmp_path, schedule):
                                       "--plot", str(path)])
     assert result.exit_code == 0, result.output
     assert path.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("schedule, vpp, extra", [("gpipe", 1, {}), ("1f1b", 1, {}), ("interleaved", 2, {}),
+                                                  ("zero-bubble", 1, {}), ("zb-h1", 1, {}), ("zb-h2", 1, {}),
+                                                  ("zb-v", 1, {}), ("dualpipe", 1, {}), ("dualpipev", 1, {}),
+                                                  ("interleaved", 2, {"first_stage_layers": 6, "last_stage_layers": 6})])
+def test_timeline_draws_every_schedule_with_its_passes_and_chunks(schedule, vpp, extra):
+    """analyze's timeline: every schedule's plan executed with the report's F, B and W; F, B and W apart where
+    the schedule splits the backward, F&B pairs for DualPipe, two chunks on interleaved and V-shaped
+    schedules, one row per device (integer stages 0 … pp − 1); uneven ends draw shorter passes."""
+    from distcalc.plots_analyze import timeline_for
+
+    report = analyze("llama3-8b", "dgx-h100", _config(schedule, vpp=vpp, **extra))
+    timeline, shown = timeline_for(report)
+    kinds = {e.kind for e in timeline.events}
+    split = get_schedule(schedule).split_backward
+    assert ("W" in kinds) == split and "F" in kinds and "B" in kinds
+    assert ("F&B" in kinds) == schedule.startswith("dualpipe")
+    assert {e.chunk for e in timeline.events} == ({0, 1} if vpp > 1 or schedule in ("zb-v", "dualpipe", "dualpipev")
+                                                  else {0})
+    assert {e.stage for e in timeline.events} == set(range(4))
+    assert all(isinstance(e.stage, int) and e.end_s > e.start_s for e in timeline.events)
+    if split:  # W is the report's own weight-gradient share of a stage's backward
+        w = next(e for e in timeline.events if e.kind == "W" and e.stage == 1)
+        chunk = 0.5 if get_schedule(schedule).v_shape else 1.0
+        assert w.end_s - w.start_s == pytest.approx(report.pipeline["stage_weight_s"] * chunk)
+    if extra:
+        f_end = next(e for e in timeline.events if e.kind == "F" and e.stage == 0)
+        f_mid = next(e for e in timeline.events if e.kind == "F" and e.stage == 1)
+        assert (f_end.end_s - f_end.start_s) / (f_mid.end_s - f_mid.start_s) == pytest.approx(6 / 10)

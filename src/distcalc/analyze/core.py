@@ -319,6 +319,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "slowest_gpu_factor": g(u["slowest_gpu_factor"]),
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
+        "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding
