@@ -39,7 +39,7 @@ class Recompute(str, Enum):
 
 class Schedule(str, Enum):
     """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
-    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
+    form), ZB-H1 executed, ZB-H2, ZB-2p, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
@@ -47,6 +47,7 @@ class Schedule(str, Enum):
     ZERO_BUBBLE = "zero-bubble"
     ZB_H1 = "zb-h1"
     ZB_H2 = "zb-h2"
+    ZB_2P = "zb-2p"
     ZB_V = "zb-v"
     DUALPIPE = "dualpipe"
     DUALPIPEV = "dualpipev"
@@ -54,7 +55,7 @@ class Schedule(str, Enum):
     @property
     def code(self) -> int:
         """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3, zb-h2 4,
-        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8."""
+        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8, zb-2p 9."""
         return _SCHEDULE_CODES[self]
 
 
@@ -62,11 +63,11 @@ RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
 SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
 #: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
 #: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
-SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
+SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1, SCHEDULE_ZB_2P = 4, 5, 6, 7, 8, 9
 _RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
 _SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
                    Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
-                   Schedule.DUALPIPEV: 7}
+                   Schedule.DUALPIPEV: 7, Schedule.ZB_2P: 9}
 
 
 #: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
@@ -79,7 +80,7 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
     deepseek-ai/DualPipe ``step`` asserts both)."""
     name = {SCHEDULE_ZB_H2: "zb-h2", SCHEDULE_ZB_V: "zb-v", SCHEDULE_DUALPIPE: "dualpipe",
-            SCHEDULE_DUALPIPEV: "dualpipev"}.get(int(code))
+            SCHEDULE_DUALPIPEV: "dualpipev", SCHEDULE_ZB_2P: "zb-2p"}.get(int(code))
     if name is None:
         return None
     if pp < 2:

@@ -40,7 +40,7 @@ class SearchRequest(PipelineRequest):
     recompute: Optional[str] = Field(None, description="recompute modes, e.g. selective,full")
     schedule: Optional[str] = Field(None, description="schedules, e.g. 1f1b,interleaved (default gpipe, 1f1b, "
                                                       "interleaved, zero-bubble, zb-h2, zb-v, dualpipe, "
-                                                      "dualpipev; also zb-h1)")
+                                                      "dualpipev; also zb-h1, zb-2p)")
     gpu: Optional[str] = Field(None, description="GPU preset replacing the cluster's")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
 

@@ -57,9 +57,10 @@ COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recomput
 # value per search; the configuration arrays carry them (0 where pp = 1) for the memory and step-time models.
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev",
-                    "zb-h1")
+                    "zb-h1", "zb-2p")
 #: Searched when ``--schedule`` is not given: every schedule but ``zb-h1`` (the same ZB-H1 order as
-#: ``zero-bubble``, which prices it by its closed form). The executed ones (zb-h2, zb-v, dualpipe, dualpipev)
+#: ``zero-bubble``, which prices it by its closed form) and ``zb-2p`` (ZB-H2's times with one more micro-batch
+#: in flight). The executed ones (zb-h2, zb-v, dualpipe, dualpipev)
 #: run one plan per (schedule, pp, micro-batches), within :data:`EXECUTED_PASS_BUDGET`.
 DEFAULT_SCHEDULES = SCHEDULE_CHOICES[:8]
 #: The closed-form schedules (gpipe, 1f1b, interleaved, zero-bubble); the codes from here on are executed.
@@ -70,7 +71,7 @@ CLOSED_FORM_SCHEDULES = SCHEDULE_CHOICES[:4]
 #: (over three minutes). Larger plans are rejected by this rule (counted; ``distcalc analyze`` prices any).
 EXECUTED_PASS_BUDGET = 20_000
 #: Other spellings accepted by ``--schedule``.
-SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
+SCHEDULE_ALIASES = {"zb-1p": "zb-h1"}
 ZERO_CHOICES = (0, 1, 2, 3)
 _BUDGET_RULE = f"executed schedule: its plan has more than {EXECUTED_PASS_BUDGET} passes"
 _INTERLEAVED = SCHEDULE_CHOICES.index("interleaved")
