@@ -20,7 +20,9 @@ B_k, possibly a W, then the next F; the remaining W's close the step.
 * ZB-2p (the paper's automatic schedule under the memory limit 2p·M_B, §3.1 and Table 3's memory column):
   its heuristic warms up "as many F passes as possible within the memory limit", so stage s runs ``2(p − s)``
   warm-up forwards (one more than ZB-H2) and, holding 2s micro-batches until their W, reaches the limit, 2p,
-  on every stage. The extra forward leaves ZB-H2's bubble unchanged (tests); the memory is the paper's.
+  on every stage. With the same pass times on every stage the extra forward leaves ZB-H2's step unchanged
+  (property test); with unequal stages it can move it slightly (the Table 4 1.5B rows: +0.06 %). The memory
+  is the paper's.
 
 Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_B)`` and m ≥ 2p (tests).
 """
