@@ -144,3 +144,24 @@ def test_zb_2p_warm_up_to_the_memory_limit_keeps_zb_h2_step(p, k, tf, tb, tw):
     h2, two = get_schedule("zb-h2").plan(p, k * 2 * p), get_schedule("zb-2p").plan(p, k * 2 * p)
     assert execute(two, times).step_s(True)[0] == pytest.approx(execute(h2, times).step_s(True)[0], rel=1e-12)
     assert max(peak_in_flight(two)) == max(peak_in_flight(h2)) + 1 == 2 * p
+
+
+@pytest.mark.parametrize("name", ["zb-v", "dualpipe", "interleaved"])
+def test_wave_and_one_by_one_execution_agree(name):
+    """Few configurations run wave by wave, many one operation at a time: the same events either way."""
+    from distcalc.schedules.execute import WAVE_MAX_CONFIGURATIONS
+
+    plan = get_schedule(name).plan(4, 16, 2)
+    rng = np.random.default_rng(3)
+    n = WAVE_MAX_CONFIGURATIONS + 1
+    times = PassTimes(rng.uniform(0.5, 2, (plan.virtual_stages, n)), rng.uniform(0.5, 2, (plan.virtual_stages, n)),
+                      rng.uniform(0.1, 1, (plan.virtual_stages, n)), rng.uniform(0, 0.2, n),
+                      rng.uniform(0, 0.3, (plan.virtual_stages, n)), rng.uniform(0, 0.3, (plan.virtual_stages, n)))
+    many = execute(plan, times)
+    for column in (0, 7, n - 1):
+        pick = lambda x: np.asarray(x)[:, column] if np.ndim(x) == 2 else np.asarray(x)[column]  # noqa: E731
+        one = execute(plan, PassTimes(*(pick(getattr(times, f)) for f in ("forward_s", "backward_s", "weight_s", "p2p_s",
+                                                                          "forward_comm_s", "backward_comm_s"))))
+        assert one.makespan_s[0] == pytest.approx(many.makespan_s[column], rel=1e-12)
+        assert one.busy_s[:, 0] == pytest.approx(many.busy_s[:, column], rel=1e-12)
+        assert one.first_start_s[:, 0] == pytest.approx(many.first_start_s[:, column], rel=1e-12)

@@ -80,6 +80,10 @@ class Execution:
 
 
 _KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
+#: Above this many configurations :func:`execute` runs the operations one at a time instead of wave by wave
+#: (measured here: the waves win below 100–300 configurations — a search meets tens per plan — and lose up
+#: to 2× at 1,000, where the gathers of whole waves cost more than the per-operation calls they save).
+WAVE_MAX_CONFIGURATIONS = 200
 _PRODUCT = np.array([0, 1, 2, 1])  # what a pass of kind index F, B, W, BW makes: F 0, B (or BW) 1, W 2
 
 
@@ -224,6 +228,9 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     K = durations.shape[0]
     ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
     waits, across, sends = program.waits, program.across, bool(p2p.any())
+    if p2p.shape[0] > WAVE_MAX_CONFIGURATIONS:
+        _run_one_by_one(program, durations, p2p, ends)
+        return _execution(plan, program, durations, ends[:K], keep_events)
     for lo, hi in program.levels:
         w = waits[lo:hi]
         if sends:  # an input from another device arrives a Send/Recv later
@@ -234,8 +241,24 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
             ready = np.maximum(ends[w[:, 0]], ends[w[:, 1]])
             np.maximum(ready, ends[w[:, 2]], out=ready)
         np.add(ready, durations[lo:hi], out=ends[lo:hi])
-    ends = ends[:K]
-    busy = np.zeros((plan.devices, p2p.shape[0]))
+    return _execution(plan, program, durations, ends[:K], keep_events)
+
+
+def _run_one_by_one(program: Program, durations: np.ndarray, p2p: np.ndarray, ends: np.ndarray) -> None:
+    """The same recurrence one operation at a time (in wave order, so every input is there): fewer array
+    copies than the waves' gathers when each operation's row is long."""
+    K = durations.shape[0]
+    for k, ((w0, w1, w2), (_, a1, a2)) in enumerate(zip(program.waits.tolist(), program.across.tolist())):
+        ready = ends[w0]
+        if w1 < K:
+            ready = np.maximum(ready, ends[w1] + p2p if a1 else ends[w1])
+        if w2 < K:
+            ready = np.maximum(ready, ends[w2] + p2p if a2 else ends[w2])
+        np.add(ready, durations[k], out=ends[k])
+
+
+def _execution(plan: Plan, program: Program, durations: np.ndarray, ends: np.ndarray, keep_events: bool) -> Execution:
+    busy = np.zeros((plan.devices, ends.shape[1]))
     np.add.at(busy, program.device, durations)
     first = ends[program.first] - durations[program.first]
     events = ([(int(d), op, ends[k] - durations[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
