@@ -269,7 +269,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                  "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
                  **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
                                            "out_wg", "head_comm")},
-                 "wgrad": g(mbu["backward_wgrad_s"]), "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
+                 "wgrad": g(mbu["backward_wgrad_s"]),  # a chunk sends one of its boundary's messages:
+                 "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
                  "p2p_latency": g(u["p2p_transfer"]) * (1.0 if o.pipeline_p2p_overlap else 0.0)}
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == SCHEDULE_INTERLEAVED, v, 1), uneven)
         pipeline = np.where(executed, run, pipeline)

@@ -93,9 +93,9 @@ class Program:
     ``kind`` 0–3 = F, B, W, BW of ``stage``, −1 an overlapped pair of forward ``stage`` and backward
     ``pair_stage``. ``waits`` (K, 3): the device's previous operation and the (up to two) operations whose
     outputs it needs (K, the index of a zero row, where there is none); ``across``: whether each is on
-    another device (its output then arrives a Send/Recv later); ``levels``: (start, stop) of the waves — operations numbered in wave order, each
-    waiting only for earlier waves — which :func:`execute` runs one at a time; ``first`` / ``last``: each
-    device's first and last operation."""
+    another device (its output then arrives a Send/Recv later); ``levels``: (start, stop) of the waves —
+    operations numbered in wave order, each waiting only for earlier waves — which :func:`execute` runs one
+    at a time; ``first`` / ``last``: each device's first and last operation."""
 
     ops: tuple[Op, ...]
     device: np.ndarray

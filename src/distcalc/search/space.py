@@ -34,7 +34,8 @@ named in :class:`Rejections.rules`:
 * incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
   need ``pp > 1``; DualPipe an even ``pp``, DualPipe(V) at least 2·pp micro-batches (an even number for
   DualPipe), ZB-V and DualPipeV the layers cut into 2·pp chunks; (*) an executed schedule (zb-h1, zb-h2,
-  zb-v, dualpipe, dualpipev) whose plan has more than :data:`EXECUTED_PASS_BUDGET` passes.
+  zb-2p, zb-v, dualpipe, dualpipev; interleaved with uneven ends) whose plan has more than
+  :data:`EXECUTED_PASS_BUDGET` passes.
 * equivalent (*) (skipped, not rejected: the same job as a configuration already kept) — any schedule
   other than 1F1B when ``pp = 1`` (there is no pipeline), interleaved with ``vpp = 1`` (that is 1F1B),
   sequence parallelism with ``tp = 1``, ZeRO stage > 0 with ``dp·cp = 1`` (ZeRO shards over the dp·cp group).
@@ -60,8 +61,8 @@ SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-
                     "zb-h1", "zb-2p")
 #: Searched when ``--schedule`` is not given: every schedule but ``zb-h1`` (the same ZB-H1 order as
 #: ``zero-bubble``, which prices it by its closed form) and ``zb-2p`` (ZB-H2's times with one more micro-batch
-#: in flight). The executed ones (zb-h2, zb-v, dualpipe, dualpipev)
-#: run one plan per (schedule, pp, micro-batches), within :data:`EXECUTED_PASS_BUDGET`.
+#: in flight). The executed ones (zb-h2, zb-v, dualpipe, dualpipev) run one plan per (schedule, pp,
+#: micro-batches), within :data:`EXECUTED_PASS_BUDGET`.
 DEFAULT_SCHEDULES = SCHEDULE_CHOICES[:8]
 #: The closed-form schedules (gpipe, 1f1b, interleaved, zero-bubble); the codes from here on are executed.
 CLOSED_FORM_SCHEDULES = SCHEDULE_CHOICES[:4]

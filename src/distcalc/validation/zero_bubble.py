@@ -3,16 +3,16 @@ plan, and the measured runs of Qi et al. 2024 ("Zero Bubble Pipeline Parallelism
 
 * **zero-bubble-formulas** — executed bubble vs the published formula (absolute error in units of one pass,
   tolerance 1e-9): 1F1B ``(p−1)(T_F+T_B+T_W)``, ZB-H1 ``(p−1)(T_F+T_B−T_W)``, ZB-H2
-  ``(p−1)(T_F+T_B−2T_W)`` (Qi et al. Table 2; ZB-2p the same), ZB-V 0 at equal times (ZB authors' table), DualPipe and
-  DualPipeV ``(PP/2−1)(F&B+B−3W)`` (deepseek-ai/DualPipe README); and peak activations p, p, 2p − 1,
-  2p (ZB-2p's memory limit, Qi et al. Table 3), p, PP + 1, PP + 1 (the same tables).
+  ``(p−1)(T_F+T_B−2T_W)`` (Qi et al. Table 2; ZB-2p the same), ZB-V 0 at equal times (ZB authors' table),
+  DualPipe and DualPipeV ``(PP/2−1)(F&B+B−3W)`` (deepseek-ai/DualPipe README); and peak activations p, p,
+  2p − 1, 2p (ZB-2p's memory limit, Qi et al. Table 3), p, PP + 1, PP + 1 (the same tables).
 * **zero-bubble-table4** — the 48 measured rows of Table 4 (GPT-like 1.5B–28.3B, pure pipeline
   parallelism on 8–32 A100s, fp16, no FlashAttention), each with its own schedule: 1F1B, 1F1B-I
   (interleaved), ZB-1p (run as ZB-H1) and ZB-2p (run as zb-2p: ZB-H2's order with its warm-up filled to
   the paper's 2p·M_B memory limit). The paper's ZB-1p / ZB-2p are automatic schedules searched for the
-  measured pass times; distcalc runs the handcrafted orders with its own predicted times. Sizes from the row; vocabulary 32000 and tied embeddings as the row's
-  assumptions say; the first and the last stage hold one layer fewer (embedding and loss slots). Tolerance
-  8 % per row (the issue's target for the mean); the mean |error| is its own case. Then each schedule's
+  measured pass times; distcalc runs the handcrafted orders with its own predicted times. Sizes from the
+  row; vocabulary 32000 and tied embeddings as the row's assumptions say; the first and the last stage
+  hold one layer fewer (embedding and loss slots). Tolerance 8 % per row (the issue's target for the mean); the mean |error| is its own case. Then each schedule's
   speedup over 1F1B on the same model and micro-batch count (predicted t_1F1B/t_X vs measured): the
   compute model's error on a model size cancels there, so these cases judge the schedule itself
   (tolerance 5 %). Last, the printed peak memory of every row against distcalc's worst stage (the
