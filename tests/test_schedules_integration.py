@@ -9,11 +9,11 @@ from distcalc.cli import app
 from distcalc.cluster import load_cluster
 from distcalc.errors import ConfigError
 from distcalc.memory import memory_report
-from distcalc.model import ModelSpec
+from distcalc.model import ModelSpec, load_model
 from distcalc.parallel import ParallelConfig
 from distcalc.schedules import get_schedule, peak_in_flight
 from distcalc.search.engine import search
-from distcalc.search.space import CLOSED_FORM_SCHEDULES, SpaceChoices
+from distcalc.search.space import CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, SpaceChoices
 
 NEW = ["zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"]
 #: The Zero Bubble paper's 6.2B GPT-like model (Qi et al. 2024 Table 3; vocabulary 32000 as in validation).
@@ -77,6 +77,20 @@ def test_default_search_picks_zb_v_on_the_zero_bubble_papers_largest_setup():
     closed = search(GPT_28B, cluster, 32, global_batch=96, seq_len=1024,
                     choices=SpaceChoices(zero=(0, 1), schedule=CLOSED_FORM_SCHEDULES)).top(1)[0]
     assert closed["step_time_s"] > best["step_time_s"]
+
+
+def test_default_search_picks_dualpipe_for_a_moe_with_cross_node_expert_parallelism():
+    """DualPipe's setting in the DeepSeek-V3 report (§3.2.1): a MoE whose expert-parallel all-to-all crosses
+    nodes, hidden by the overlapped F&B pairs. Mixtral 8x7B on 64 H100s: the default search picks DualPipe
+    with EP > 1, ahead of every other schedule's best (ZB-V)."""
+    spec, cluster = load_model("mixtral-8x7b"), load_cluster("dgx-h100")
+    narrow = dict(zero=(1,), recompute=("none",), sequence_parallel=(True,))
+    best = search(spec, cluster, 64, global_batch=256, seq_len=4096, choices=SpaceChoices(**narrow)).top(1)[0]
+    assert best["schedule"] == "dualpipe" and best["ep"] > 1 and best["tp"] * best["ep"] > 8  # EP across nodes
+    others = tuple(s for s in DEFAULT_SCHEDULES if s != "dualpipe")
+    other = search(spec, cluster, 64, global_batch=256, seq_len=4096,
+                   choices=SpaceChoices(schedule=others, **narrow)).top(1)[0]
+    assert other["step_time_s"] > best["step_time_s"]
 
 
 def test_search_rejects_plans_above_the_execution_budget_by_name():
