@@ -42,7 +42,7 @@ class Recompute(str, Enum):
 
 class Schedule(str, Enum):
     """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
-    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
+    form), ZB-H1 executed, ZB-H2, ZB-2p, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`)."""
 
     GPIPE = "gpipe"
     ONE_F_ONE_B = "1f1b"
@@ -50,6 +50,7 @@ class Schedule(str, Enum):
     ZERO_BUBBLE = "zero-bubble"
     ZB_H1 = "zb-h1"
     ZB_H2 = "zb-h2"
+    ZB_2P = "zb-2p"
     ZB_V = "zb-v"
     DUALPIPE = "dualpipe"
     DUALPIPEV = "dualpipev"
@@ -57,7 +58,7 @@ class Schedule(str, Enum):
     @property
     def code(self) -> int:
         """Integer code for vectorised formulas: gpipe 0, 1f1b 1, interleaved 2, zero-bubble 3, zb-h2 4,
-        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8."""
+        zb-v 5, dualpipe 6, dualpipev 7, zb-h1 8, zb-2p 9."""
         return _SCHEDULE_CODES[self]
 
 
@@ -65,11 +66,11 @@ RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE_OP = 0,
 SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
 #: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
 #: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
-SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
+SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1, SCHEDULE_ZB_2P = 4, 5, 6, 7, 8, 9
 _RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2, Recompute.SELECTIVE_OP: 3}
 _SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
                    Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
-                   Schedule.DUALPIPEV: 7}
+                   Schedule.DUALPIPEV: 7, Schedule.ZB_2P: 9}
 
 
 #: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
@@ -82,7 +83,7 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
     deepseek-ai/DualPipe ``step`` asserts both)."""
     name = {SCHEDULE_ZB_H2: "zb-h2", SCHEDULE_ZB_V: "zb-v", SCHEDULE_DUALPIPE: "dualpipe",
-            SCHEDULE_DUALPIPEV: "dualpipev"}.get(int(code))
+            SCHEDULE_DUALPIPEV: "dualpipev", SCHEDULE_ZB_2P: "zb-2p"}.get(int(code))
     if name is None:
         return None
     if pp < 2:
@@ -187,14 +188,16 @@ class ParallelConfig(BaseModel):
         if self.vpp > 1 and self.schedule != Schedule.INTERLEAVED:
             raise ConfigError(f"vpp({self.vpp}) > 1 needs schedule interleaved (got {self.schedule.value})")
         uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
-        if uneven and (self.pp < 2 or self.vpp > 1 or self.account_for_embedding_and_loss):
+        interleaved = self.resolved_schedule == Schedule.INTERLEAVED
+        if uneven and (self.pp < 2 or (self.vpp > 1 and not interleaved) or self.account_for_embedding_and_loss):
             raise ConfigError(
-                f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 and no embedding/loss split (got "
-                f"pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss({self.account_for_embedding_and_loss}))")
+                f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 (or the interleaved schedule) and no "
+                f"embedding/loss split (got pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss("
+                f"{self.account_for_embedding_and_loss}))")
         if uneven and self.resolved_schedule.code >= SCHEDULE_ZB_H2:
             raise ConfigError(
-                f"--first-stage-layers/--last-stage-layers apply to the gpipe, 1f1b and zero-bubble schedules; the "
-                f"executed schedule {self.resolved_schedule.value} prices equal stages (got schedule "
+                f"--first-stage-layers/--last-stage-layers apply to the gpipe, 1f1b, interleaved and zero-bubble "
+                f"schedules; the executed schedule {self.resolved_schedule.value} prices equal stages (got schedule "
                 f"{self.resolved_schedule.value})")
         if self.schedule == Schedule.INTERLEAVED and (self.vpp < 2 or self.pp < 2):
             raise ConfigError(
@@ -342,6 +345,11 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) - first({first}) - last({last}) = "
                 f"{rest} layers do not split evenly over the other {others} of pp({config.pp}) stages "
                 "(at least one layer each)")
+        v = config.vpp  # interleaved: every chunk of a stage holds its layers / vpp (Megatron-Core's layout)
+        if v > 1 and (first % v or last % v or (others and (rest // others) % v)):
+            raise ConfigError(
+                f"model {name!r}: with vpp({v}) the first({first}), last({last}) and middle-stage "
+                f"({rest // others if others else 0}) layer counts must each be divisible by vpp({v})")
     elif config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
         if slots % stages or slots // config.pp < 2:
