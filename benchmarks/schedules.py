@@ -1,6 +1,7 @@
 """Cost of the executed pipeline schedules (zb-h1, zb-h2, zb-v, dualpipe, dualpipev): building and compiling
-a plan per (schedule, pp, micro-batches), executing it for many configurations at once, and a search that
-names every schedule (Llama 3 8B on 64 H100s). Best of 3 after one warm-up where caches matter.
+a plan per (schedule, pp, micro-batches), executing it for many configurations at once, and searches whose
+default weighs the executed schedules too (Llama 3 8B on 64 H100s; Llama 3 405B on 16,384 H100s, where the
+search's 20,000-pass plan budget matters: 214 s without it). Best of 3 after one warm-up where caches matter.
 
     .venv/bin/python benchmarks/schedules.py
 """
@@ -35,8 +36,15 @@ if __name__ == "__main__":
                   f"execute 1000 configurations {run:.3f} s")
     spec, cluster = load_model("llama3-8b"), load_cluster("dgx-h100")
     every = SpaceChoices(schedule=("1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"))
-    for label, choices in (("default schedules", None), ("every schedule", every)):
+    closed = SpaceChoices(schedule=("gpipe", "1f1b", "interleaved", "zero-bubble"))
+    for label, choices in (("default schedules", None), ("every schedule", every), ("closed forms only", closed)):
         t = time.perf_counter()
         result = search(spec, cluster, 64, global_batch=256, seq_len=4096, choices=choices)
         print(f"search llama3-8b, 64 GPUs, {label}: {result.evaluated:,} configurations in "
               f"{time.perf_counter() - t:.2f} s (first run: plans built)")
+    spec = load_model("llama3-405b")
+    for label, choices in (("closed forms only", closed), ("default schedules", None), ("default, warm", None)):
+        t = time.perf_counter()
+        result = search(spec, cluster, 16384, global_batch=2048, seq_len=8192, choices=choices)
+        print(f"search llama3-405b, 16,384 GPUs, {label}: {result.evaluated:,} configurations in "
+              f"{time.perf_counter() - t:.2f} s")

@@ -287,9 +287,13 @@ def test_uneven_ends_refused_when_they_do_not_split():
     result = _run(["memory", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4",
                    "--first-stage-layers", "7"])
     assert result.exit_code == 2 and "do not split evenly over the other 3 of pp(4) stages" in result.output
-    result = _run(["analyze", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--vpp", "2",
+    # interleaved: every chunk of a stage holds its layers / vpp (Megatron-Core), so each count divides by vpp
+    result = _run(["analyze", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--vpp", "3",
                    "--first-stage-layers", "8"])
-    assert result.exit_code == 2 and "vpp 1" in result.output
+    assert result.exit_code == 2 and "must each be divisible by vpp(3)" in result.output
+    result = _run(["analyze", "--model", "llama3-70b", "--gpus", "64", "--tp", "8", "--pp", "4", "--schedule", "zb-v",
+                   "--first-stage-layers", "8"])
+    assert result.exit_code == 2 and "executed schedule zb-v prices equal stages" in result.output
 
 
 def test_uneven_ends_change_the_stage_that_paces_the_step():

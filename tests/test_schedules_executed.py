@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from distcalc.errors import ConfigError
 from distcalc.schedules import SCHEDULES, PassKind, PassTimes, execute, get_schedule, peak_in_flight
 
-NAMES = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"]
+NAMES = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-2p", "zb-v", "dualpipe", "dualpipev"]
 
 
 def _bubble(name, p, m, tf, tb, tw, p2p=0.0):
@@ -43,7 +43,7 @@ def test_published_values_at_equal_times():
 
 @settings(max_examples=40, deadline=None)
 @given(p=st.integers(2, 8), k=st.integers(2, 4), tf=st.floats(0.3, 3), tb=st.floats(0.3, 3), tw=st.floats(0.05, 3),
-       name=st.sampled_from(["gpipe", "1f1b", "zb-h1", "zb-h2"]))
+       name=st.sampled_from(["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-2p"]))
 def test_linear_schedules_match_closed_form_for_real_times(p, k, tf, tb, tw, name):
     """ZB-H1 / ZB-H2 formulas hold exactly when W is no longer than F and B (the papers' regime)."""
     if name.startswith("zb"):
@@ -66,7 +66,8 @@ def test_dualpipe_matches_published_formula(h, k, tf, tw, name):
 
 
 @pytest.mark.parametrize("name,p,expected", [("1f1b", 8, 8), ("zb-h1", 8, 8), ("zb-h2", 8, 15), ("zb-v", 8, 8),
-                                             ("dualpipe", 8, 9), ("dualpipev", 8, 8.5), ("zb-h2", 4, 7)])
+                                             ("dualpipe", 8, 9), ("dualpipev", 8, 8.5), ("zb-h2", 4, 7),
+                                             ("zb-2p", 8, 16), ("zb-2p", 4, 8)])
 def test_peak_in_flight_matches_memory_tables(name, p, expected):
     """1F1B/ZB-H1/ZB-V p·M_B, ZB-H2 (2p − 1)·M_B (Qi et al.), DualPipe PP + 1, DualPipeV PP + 1 chunks of half
     a stage (DualPipe README)."""
@@ -123,7 +124,7 @@ def test_invalid_shapes_raise(name, p, m):
 def test_registry_names():
     assert set(SCHEDULES) >= {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}
     assert SCHEDULES["zero-bubble"].plan(4, 8).orders == SCHEDULES["zb-h1"].plan(4, 8).orders
-    assert {s.code for s in SCHEDULES.values()} == set(range(9))
+    assert {s.code for s in SCHEDULES.values()} == set(range(10))
     with pytest.raises(ConfigError, match="valid"):
         get_schedule("nope")
 
@@ -132,3 +133,35 @@ def test_zero_bubble_formula_set_passes():
     from distcalc.validation import CASE_SETS
     cases = CASE_SETS["zero-bubble-formulas"].run()
     assert cases and all(c.passed for c in cases)
+
+
+@settings(max_examples=30, deadline=None)
+@given(p=st.integers(2, 8), k=st.integers(1, 4), tf=st.floats(0.3, 3), tb=st.floats(0.3, 3), tw=st.floats(0.05, 3))
+def test_zb_2p_warm_up_to_the_memory_limit_keeps_zb_h2_step(p, k, tf, tb, tw):
+    """ZB-2p's extra warm-up forward (filling the 2p·M_B limit) moves no pass's end: same step as ZB-H2 at
+    any times, one more micro-batch in flight."""
+    times = PassTimes(tf, tb, tw)
+    h2, two = get_schedule("zb-h2").plan(p, k * 2 * p), get_schedule("zb-2p").plan(p, k * 2 * p)
+    assert execute(two, times).step_s(True)[0] == pytest.approx(execute(h2, times).step_s(True)[0], rel=1e-12)
+    assert max(peak_in_flight(two)) == max(peak_in_flight(h2)) + 1 == 2 * p
+
+
+@pytest.mark.parametrize("name", ["zb-v", "dualpipe", "interleaved"])
+def test_wave_and_one_by_one_execution_agree(name):
+    """Few configurations run wave by wave, many one operation at a time: the same events either way."""
+    from distcalc.schedules.execute import WAVE_MAX_CONFIGURATIONS
+
+    plan = get_schedule(name).plan(4, 16, 2)
+    rng = np.random.default_rng(3)
+    n = WAVE_MAX_CONFIGURATIONS + 1
+    times = PassTimes(rng.uniform(0.5, 2, (plan.virtual_stages, n)), rng.uniform(0.5, 2, (plan.virtual_stages, n)),
+                      rng.uniform(0.1, 1, (plan.virtual_stages, n)), rng.uniform(0, 0.2, n),
+                      rng.uniform(0, 0.3, (plan.virtual_stages, n)), rng.uniform(0, 0.3, (plan.virtual_stages, n)))
+    many = execute(plan, times)
+    for column in (0, 7, n - 1):
+        pick = lambda x: np.asarray(x)[:, column] if np.ndim(x) == 2 else np.asarray(x)[column]  # noqa: E731
+        one = execute(plan, PassTimes(*(pick(getattr(times, f)) for f in ("forward_s", "backward_s", "weight_s", "p2p_s",
+                                                                          "forward_comm_s", "backward_comm_s"))))
+        assert one.makespan_s[0] == pytest.approx(many.makespan_s[column], rel=1e-12)
+        assert one.busy_s[:, 0] == pytest.approx(many.busy_s[:, column], rel=1e-12)
+        assert one.first_start_s[:, 0] == pytest.approx(many.first_start_s[:, column], rel=1e-12)

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from distcalc.parallel import Recompute, Schedule
 from distcalc.schedules import BY_CODE, SCHEDULES
-from distcalc.search.space import DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, config_values
+from distcalc.search.space import (CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES,
+                                   config_values)
 
 
 @pytest.mark.parametrize("enum", [Recompute, Schedule])
@@ -37,8 +38,9 @@ def test_schedule_registry_spells_the_enum():
 
 def test_executed_schedules_are_the_ones_without_a_closed_form():
     executed = {m.value for m in Schedule if Schedule.executed(m.code)}
-    assert executed == {"zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}
-    assert set(DEFAULT_SCHEDULES) == {m.value for m in Schedule} - executed
+    assert executed == {"zb-h1", "zb-h2", "zb-2p", "zb-v", "dualpipe", "dualpipev"}
+    assert set(CLOSED_FORM_SCHEDULES) == {m.value for m in Schedule} - executed
+    assert set(DEFAULT_SCHEDULES) <= {m.value for m in Schedule}
     mask = Schedule.executed(np.array([m.code for m in Schedule]))
     assert mask.tolist() == [m.value in executed for m in Schedule]
 

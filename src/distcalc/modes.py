@@ -52,7 +52,7 @@ class Recompute(CodedEnum):
 
 class Schedule(CodedEnum):
     """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed
-    form), ZB-H1 executed, ZB-H2, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`).
+    form), ZB-H1 executed, ZB-H2, ZB-2p, ZB-V, DualPipe, DualPipeV (:mod:`distcalc.schedules`).
 
     Codes 0–3 keep closed forms; codes >= ``ZB_H2.code`` are executed by :mod:`distcalc.schedules`
     (:meth:`executed`; zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form)."""
@@ -66,6 +66,7 @@ class Schedule(CodedEnum):
     ZB_V = ("zb-v", 5)
     DUALPIPE = ("dualpipe", 6)
     DUALPIPEV = ("dualpipev", 7)
+    ZB_2P = ("zb-2p", 9)
 
     @staticmethod
     def executed(code: ArrayLike) -> ArrayLike:
@@ -88,7 +89,7 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     an even pp and an even number of micro-batches; DualPipe and DualPipeV at least 2·pp micro-batches (the
     deepseek-ai/DualPipe ``step`` asserts both)."""
     schedule = Schedule.from_code(code)
-    if schedule not in (Schedule.ZB_H2, Schedule.ZB_V, Schedule.DUALPIPE, Schedule.DUALPIPEV):
+    if schedule not in (Schedule.ZB_H2, Schedule.ZB_V, Schedule.DUALPIPE, Schedule.DUALPIPEV, Schedule.ZB_2P):
         return None
     name = schedule.value
     if pp < 2:

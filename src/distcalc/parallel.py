@@ -136,14 +136,16 @@ class ParallelConfig(BaseModel):
         if self.vpp > 1 and self.schedule != Schedule.INTERLEAVED:
             raise ConfigError(f"vpp({self.vpp}) > 1 needs schedule interleaved (got {self.schedule.value})")
         uneven = self.first_stage_layers is not None or self.last_stage_layers is not None
-        if uneven and (self.pp < 2 or self.vpp > 1 or self.account_for_embedding_and_loss):
+        interleaved = self.resolved_schedule == Schedule.INTERLEAVED
+        if uneven and (self.pp < 2 or (self.vpp > 1 and not interleaved) or self.account_for_embedding_and_loss):
             raise ConfigError(
-                f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 and no embedding/loss split (got "
-                f"pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss({self.account_for_embedding_and_loss}))")
+                f"--first-stage-layers/--last-stage-layers need pp >= 2, vpp 1 (or the interleaved schedule) and no "
+                f"embedding/loss split (got pp({self.pp}), vpp({self.vpp}), account_for_embedding_and_loss("
+                f"{self.account_for_embedding_and_loss}))")
         if uneven and Schedule.executed(self.resolved_schedule.code):
             raise ConfigError(
-                f"--first-stage-layers/--last-stage-layers apply to the gpipe, 1f1b and zero-bubble schedules; the "
-                f"executed schedule {self.resolved_schedule.value} prices equal stages (got schedule "
+                f"--first-stage-layers/--last-stage-layers apply to the gpipe, 1f1b, interleaved and zero-bubble "
+                f"schedules; the executed schedule {self.resolved_schedule.value} prices equal stages (got schedule "
                 f"{self.resolved_schedule.value})")
         if self.schedule == Schedule.INTERLEAVED and (self.vpp < 2 or self.pp < 2):
             raise ConfigError(
@@ -284,6 +286,11 @@ def validate_for_model(config: ParallelConfig, spec: "ModelSpec") -> None:
                 f"model {name!r}: num_hidden_layers({spec.num_hidden_layers}) - first({first}) - last({last}) = "
                 f"{rest} layers do not split evenly over the other {others} of pp({config.pp}) stages "
                 "(at least one layer each)")
+        v = config.vpp  # interleaved: every chunk of a stage holds its layers / vpp (Megatron-Core's layout)
+        if v > 1 and (first % v or last % v or (others and (rest // others) % v)):
+            raise ConfigError(
+                f"model {name!r}: with vpp({v}) the first({first}), last({last}) and middle-stage "
+                f"({rest // others if others else 0}) layer counts must each be divisible by vpp({v})")
     elif config.account_for_embedding_and_loss and config.pp > 1:
         slots = spec.num_hidden_layers + 2
         if not layers_fit(spec.num_hidden_layers, config.pp, stages, True):

@@ -8,6 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from distcalc.parallel import Schedule
 from distcalc.pipeline import simulate_schedule
 from distcalc.plots import wrap_title
@@ -26,8 +28,10 @@ MAX_TIMELINE_MICRO_BATCHES = 16
 def timeline_for(report: Any) -> tuple[Any, int]:
     """Executed schedule of the report's pipeline (:func:`distcalc.pipeline.simulate_schedule`; at most 16
     micro-batches shown, rounded to what the schedule needs: a multiple of pp interleaved, an even number of
-    at least 2·pp for DualPipe)."""
-    pipe = report.pipeline
+    at least 2·pp for DualPipe) with the report's own per-stage times: F, B (input gradient where the
+    schedule splits the backward) and W of a middle stage, scaled per device by its layers (uneven ends),
+    and one Send/Recv between devices where P2P overlaps compute (else it is part of F and B)."""
+    pipe, config = report.pipeline, report.config or {}
     pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
     code = Schedule(pipe["schedule"]).code
     schedule = get_schedule(code)
@@ -36,9 +40,13 @@ def timeline_for(report: Any) -> tuple[Any, int]:
         shown = max(pp, shown - shown % pp)
     if schedule.name.startswith("dualpipe"):
         shown = max(2 * pp, shown - shown % 2)
-    forward, backward = pipe["stage_forward_s"], pipe["stage_backward_s"]
-    weight = backward / 2 if schedule.split_backward else 0.0  # W ≈ half the backward (B and W each one GEMM)
-    return simulate_schedule(code, pp, shown, vpp, forward, backward - weight, weight), shown
+    uneven = config.get("first_stage_layers") or config.get("last_stage_layers")
+    layers = np.asarray(pipe.get("stage_layers") or [1.0] * pp, dtype=float)
+    scale = layers / layers[min(1, pp - 1)] if uneven else 1.0  # the per-stage times are a middle stage's
+    forward, backward = pipe["stage_forward_s"] * scale, pipe["stage_backward_s"] * scale
+    weight = pipe.get("stage_weight_s", 0.0) * scale if schedule.split_backward else 0.0
+    p2p = pipe.get("p2p_transfer_s", 0.0) / 2 if pipe.get("pipeline_p2p_overlap") else 0.0
+    return simulate_schedule(code, pp, shown, vpp, forward, backward - weight, weight, p2p), shown
 
 
 def plot_analysis(report: Any, path: Path | str) -> None:
@@ -71,13 +79,16 @@ def plot_analysis(report: Any, path: Path | str) -> None:
     right.set_xlabel("seconds")
     right.set_ylabel("pipeline stage (device)")
     total = int(report.pipeline["micro_batches"])
+    pipe_name = report.pipeline["schedule"]
     note = "" if shown == total else f" (first {shown} of {total} micro-batches)"
     used = sorted({e.kind for e in timeline.events}, key=list(colours).index)  # no W legend without W
     chunks = sorted({e.chunk for e in timeline.events})
     names = {"F": "F forward", "B": "B backward (input-grad)" if "W" in used else "B backward",
              "W": "W weight-grad", "F&B": "F&B overlapped"}
     right.set_title(wrap_title(f"{report.pipeline['schedule']} schedule{note}: " + ", ".join(names[k] for k in used)
-                               + ("; hatch = chunk" if len(chunks) > 1 else ""), 90), fontsize=9)
+                               + ("; hatch = chunk" if len(chunks) > 1 else "")
+                               + (" (DualPipe: chunk 1 = the reverse direction)" if pipe_name == "dualpipe" else "")
+                               + (", an F&B pair hatched by its backward's" if "F&B" in used else ""), 90), fontsize=9)
     handles = [plt.Rectangle((0, 0), 1, 1, color=colours[k]) for k in used]
     handles += [plt.Rectangle((0, 0), 1, 1, facecolor="white", edgecolor="black", hatch=hatches[c % len(hatches)])
                 for c in chunks if len(chunks) > 1]

@@ -249,16 +249,21 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     weight = g(u["weight"]) if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
     pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
-    executed = executed_mask(sch)
-    if executed.any():  # ZB-H2, ZB-V, DualPipe(V): run the schedule's plan with these times
+    uneven = (flat["first_stage_layers"] > 0) | (flat["last_stage_layers"] > 0)
+    executed = executed_mask(sch, uneven)
+    if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
         mbu = u["mb"]
-        terms = {"lps_mid": g(u["lps_m"]), "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
+        lps_mid = g(u["lps_m"])
+        terms = {"lps_mid": lps_mid, "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
+                 "first_extra": np.where(uneven, g(u["lps_t"]) - lps_mid, 0.0),
+                 "last_extra": np.where(uneven, g(u["lps_f"]) - lps_mid, 0.0),
                  "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
                  **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
                                            "out_wg", "head_comm")},
-                 "wgrad": g(mbu["backward_wgrad_s"]), "p2p_exposed": np.broadcast_to(p2p_exposed, pp.shape),
+                 "wgrad": g(mbu["backward_wgrad_s"]),  # a chunk sends one of its boundary's messages:
+                 "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
                  "p2p_latency": g(u["p2p_transfer"]) * (1.0 if o.pipeline_p2p_overlap else 0.0)}
-        run, busiest = executed_pipeline_s(sch, pp, m, terms)
+        run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
         pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
@@ -306,6 +311,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "slowest_gpu_factor": g(u["slowest_gpu_factor"]),
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
+        "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding

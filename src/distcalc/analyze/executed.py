@@ -1,10 +1,13 @@
-"""Step time of the schedules that :mod:`distcalc.schedules` executes (ZB-H2, ZB-V, DualPipe, DualPipeV).
+"""Step time of the schedules that :mod:`distcalc.schedules` executes (ZB-H2, ZB-V, DualPipe, DualPipeV, and
+interleaved 1F1B with uneven first/last stages).
 
 The four original schedules keep their closed forms (:func:`distcalc.pipeline.pipeline_time_s`, equal to
 their executed plans on uniform stages, tests); these run their plan with the configuration's per-pass
 times. Per virtual stage j (a chunk of ``c`` of a device's share, c = 1/2 on V-shaped schedules, 1 on
-DualPipe) with ``n_j = c·L/pp`` transformer layers (one fewer on the first and last chunk with the
-embedding/loss pipeline split):
+DualPipe, 1/v interleaved) with ``n_j = c·L/pp`` transformer layers (one fewer on the first and last chunk
+with the embedding/loss pipeline split; with uneven ends, Megatron-Core ``--decoder-first/last-pipeline-num-
+layers``, ``c·first`` on every chunk of the first device and ``c·last`` on the last device's, the other
+devices' chunks sharing the rest — ``get_transformer_layer_offset``'s interleaved layout):
 
 * F_j = n_j·layer forward (+ embedding forward on j = 0, output layer forward on j = S − 1, each with half
   of its TP collectives), B_j = n_j·(layer backward − weight-gradient GEMMs) (+ the output layer's input
@@ -31,14 +34,21 @@ from distcalc.parallel import Schedule
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
-def executed_mask(schedule: np.ndarray) -> np.ndarray:
-    """Configurations whose schedule is executed rather than given by a closed form."""
-    return Schedule.executed(schedule)
+def executed_mask(schedule: np.ndarray, uneven: np.ndarray | bool = False) -> np.ndarray:
+    """Configurations whose schedule is executed rather than given by a closed form: ZB-H2 and the codes
+    after it, and the interleaved schedule with uneven ends (``uneven``: first/last stage layers given)."""
+    schedule = np.asarray(schedule)
+    return Schedule.executed(schedule) | ((schedule == Schedule.INTERLEAVED.code) & np.asarray(uneven, dtype=bool))
 
 
-def _stage_times(S: int, c: float, t: dict[str, np.ndarray]) -> PassTimes:
-    """Per-virtual-stage (S, n) pass times from per-configuration per-layer terms ``t``."""
+def _stage_times(device: np.ndarray, c: float, t: dict[str, np.ndarray]) -> PassTimes:
+    """Per-virtual-stage (S, n) pass times from per-configuration per-layer terms ``t``; ``device[j]``: the
+    device holding virtual stage j (its first and last devices take ``first_extra`` / ``last_extra``
+    more layers, the uneven ends, split evenly over their chunks as Megatron-Core does)."""
+    S = device.size
     layers = np.repeat((c * t["lps_mid"])[None, :], S, axis=0)
+    layers += c * np.where((device == 0)[:, None], t["first_extra"][None, :], 0.0)
+    layers += c * np.where((device == device.max())[:, None], t["last_extra"][None, :], 0.0)
     layers[0] -= t["slots"]
     layers[-1] -= t["slots"]
     wgrad = t["wgrad"]
@@ -55,7 +65,8 @@ def _stage_times(S: int, c: float, t: dict[str, np.ndarray]) -> PassTimes:
     return PassTimes(f, b, w, t["p2p_latency"] / 2, layers * t["ep_f"], layers * (t["ep_all"] - t["ep_f"]))
 
 
-def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: dict[str, np.ndarray]
+def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: dict[str, np.ndarray],
+                        vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False
                         ) -> tuple[np.ndarray, np.ndarray]:
     """(pipeline time, busiest device's busy time) of every configuration (NaN where not executed).
 
@@ -64,17 +75,19 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     ``head_comm``,
     ``p2p_exposed`` (a boundary's blocking Send/Recv pair per micro-batch), ``p2p_latency`` (the same pair when
     overlapped: half of it delays each dependency across devices)."""
-    mask = executed_mask(schedule)
+    mask = executed_mask(schedule, uneven)
     pipeline = np.full(schedule.shape, np.nan)
     busy = np.full(schedule.shape, np.nan)
-    keys = np.stack([schedule[mask], pp[mask], m[mask]], axis=1)
+    vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
+    keys = np.stack([schedule[mask], pp[mask], m[mask], vpp[mask]], axis=1)
     index = np.flatnonzero(mask)
     for key in np.unique(keys, axis=0):
         rows = index[np.all(keys == key, axis=1)]
-        code, p, micro = (int(x) for x in key)
-        plan = cached_plan(code, p, micro)
-        sub = {k: np.asarray(v, dtype=float)[rows] for k, v in terms.items()}
-        ex = execute(plan, _stage_times(plan.virtual_stages, plan.chunk_fraction, sub), program=cached_program(code, p, micro))
+        code, p, micro, v = (int(x) for x in key)
+        plan = cached_plan(code, p, micro, v)
+        device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
+        sub = {k: np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for k, x in terms.items()}
+        ex = execute(plan, _stage_times(device, plan.chunk_fraction, sub), program=cached_program(code, p, micro, v))
         pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)
         busy[rows] = ex.busy_s.max(axis=0)
     return pipeline, busy

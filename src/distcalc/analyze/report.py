@@ -20,7 +20,7 @@ from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
 from distcalc.model import ModelSpec, load_model
-from distcalc.parallel import ParallelConfig, Precision, validate_for_model
+from distcalc.parallel import ParallelConfig, Precision, stage_layer_count, validate_for_model
 from distcalc.parallel_batch import config_batch, normalise_batch
 from distcalc.traffic import Comm, Dim
 
@@ -216,7 +216,12 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         options=options.model_dump(mode="json"),
         pipeline={"micro_batches": int(f("micro_batches")), "schedule": config.resolved_schedule.value,
                   "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],
-                  "stage_forward_s": f("stage_forward_s"), "stage_backward_s": f("stage_backward_s")},
+                  "stage_forward_s": f("stage_forward_s"), "stage_backward_s": f("stage_backward_s"),
+                  "stage_weight_s": f("stage_weight_s"), "p2p_transfer_s": f("p2p_transfer_s"),
+                  "pipeline_p2p_overlap": options.pipeline_p2p_overlap,
+                  "stage_layers": [float(x) for x in np.atleast_1d(stage_layer_count(
+                      spec.num_hidden_layers, np.arange(config.pp), config.pp, int(config.account_for_embedding_and_loss),
+                      config.first_stage_layers or 0, config.last_stage_layers or 0))]},
         calibration=calibration_summary(cal, device) if cal is not None else None,
         gpu_variability={"gpu_speed_cv": options.gpu_speed_cv, "gpus": config.world_size,
                          "slowest_gpu_factor": f("slowest_gpu_factor"),

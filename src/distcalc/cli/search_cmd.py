@@ -158,8 +158,8 @@ def register(app: typer.Typer) -> None:
         recompute: Annotated[Optional[str], typer.Option(rich_help_panel=S, help="recompute modes, e.g. "
                                                          "selective,full [default: all]")] = None,
         schedule: Annotated[Optional[str], typer.Option(rich_help_panel=S, help=(
-            "schedules, e.g. 1f1b,interleaved [default: gpipe, 1f1b, interleaved, zero-bubble; also zb-h1, "
-            "zb-h2, zb-v, dualpipe, dualpipev, executed]"))] = None,
+            "schedules, e.g. 1f1b,interleaved [default: gpipe, 1f1b, interleaved, zero-bubble and the executed "
+            "zb-h2, zb-v, dualpipe, dualpipev (plans up to 20,000 passes); also zb-h1, zb-2p]"))] = None,
         first_stage_layers: FirstStageOption = None,
         last_stage_layers: LastStageOption = None,
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "

@@ -39,8 +39,8 @@ class SearchRequest(PipelineRequest):
     zero: Optional[str] = Field(None, description="ZeRO stages to search, e.g. 0,1 (default all)")
     recompute: Optional[str] = Field(None, description="recompute modes, e.g. selective,full")
     schedule: Optional[str] = Field(None, description="schedules, e.g. 1f1b,interleaved (default gpipe, 1f1b, "
-                                                      "interleaved, zero-bubble; also zb-h1, zb-h2, zb-v, "
-                                                      "dualpipe, dualpipev, executed)")
+                                                      "interleaved, zero-bubble, zb-h2, zb-v, dualpipe, "
+                                                      "dualpipev; also zb-h1, zb-2p)")
     gpu: Optional[str] = Field(None, description="GPU preset replacing the cluster's")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
 

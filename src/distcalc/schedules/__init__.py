@@ -9,7 +9,7 @@ closed form, the schedule returns it and the tests check it against the executed
 | name | module | source |
 |---|---|---|
 | gpipe, 1f1b, interleaved | :mod:`.classic` | Huang et al. 2019; Narayanan et al. 2021 |
-| zero-bubble (ZB-H1, closed form), zb-h1, zb-h2 | :mod:`.zero_bubble` | Qi et al. 2024 (ICLR) |
+| zero-bubble (ZB-H1, closed form), zb-h1, zb-h2, zb-2p | :mod:`.zero_bubble` | Qi et al. 2024 (ICLR) |
 | zb-v | :mod:`.zb_v` | Qi et al. 2024 (arXiv:2401.10241 v2) |
 | dualpipe | :mod:`.dualpipe` | DeepSeek-V3 report; deepseek-ai/DualPipe |
 | dualpipev | :mod:`.dualpipev` | deepseek-ai/DualPipe |
@@ -28,12 +28,12 @@ from distcalc.schedules.dualpipe import DualPipe
 from distcalc.schedules.dualpipev import DualPipeV
 from distcalc.schedules.execute import Execution, PassTimes, Program, compile_plan, execute, peak_in_flight
 from distcalc.schedules.zb_v import ZeroBubbleV
-from distcalc.schedules.zero_bubble import ZeroBubbleClosedForm, ZeroBubbleH1, ZeroBubbleH2
+from distcalc.schedules.zero_bubble import ZeroBubble2p, ZeroBubbleClosedForm, ZeroBubbleH1, ZeroBubbleH2
 
 #: Every schedule by CLI name (``zero-bubble`` is ZB-H1 priced by its closed form, ``zb-h1`` executed).
 SCHEDULES: dict[str, PipelineSchedule] = {
     s.name: s for s in (GPipe(), OneFOneB(), Interleaved(), ZeroBubbleClosedForm(), ZeroBubbleH1(), ZeroBubbleH2(),
-                        ZeroBubbleV(), DualPipe(), DualPipeV())}
+                        ZeroBubble2p(), ZeroBubbleV(), DualPipe(), DualPipeV())}
 #: The schedule object of each integer code (:attr:`distcalc.parallel.Schedule.code`).
 BY_CODE: dict[int, PipelineSchedule] = {s.code: s for s in SCHEDULES.values()}
 #: Model-parameter copies per device, indexed by schedule code (vectorised memory formulas).

@@ -15,7 +15,6 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -81,78 +80,126 @@ class Execution:
 
 
 _KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
-_PRODUCT = {PassKind.F: 0, PassKind.B: 1, PassKind.BW: 1, PassKind.W: 2}  # what a pass makes: F, B (or BW), W
-
-
-def _keys(p, stages: int, micro_batches: int) -> tuple[int, int]:
-    """(key of what ``p`` makes, key of the output it needs or −1): integer keys (product, micro-batch, stage).
-    F of stage j needs F of j − 1; B/BW of j needs B of j + 1 (the last stage's, its own F); W needs its B."""
-    unit = micro_batches * stages
-    own = _PRODUCT[p.kind] * unit + p.micro_batch * stages + p.stage
-    if p.kind is PassKind.F:
-        need = -1 if p.stage == 0 else own - 1
-    elif p.kind is PassKind.W:
-        need = own - unit
-    else:
-        need = own - unit if p.stage == stages - 1 else own + 1
-    return own, need
+#: Above this many configurations :func:`execute` runs the operations one at a time instead of wave by wave
+#: (measured here: the waves win below 100–300 configurations — a search meets tens per plan — and lose up
+#: to 2× at 1,000, where the gathers of whole waves cost more than the per-operation calls they save).
+WAVE_MAX_CONFIGURATIONS = 200
+_PRODUCT = np.array([0, 1, 2, 1])  # what a pass of kind index F, B, W, BW makes: F 0, B (or BW) 1, W 2
 
 
 @dataclass(frozen=True)
 class Program:
-    """A plan compiled for execution: its operations in one order that respects every dependency, each
-    with its device, what it waits for (operation index, whether across devices) and how its time is made
-    (``kind`` 0–3 = F, B, W, BW of ``stage``; −1 = an overlapped pair of forward ``stage`` and backward
-    ``pair_stage``)."""
+    """A plan compiled for execution. Operations are numbered device by device in each device's order;
+    ``kind`` 0–3 = F, B, W, BW of ``stage``, −1 an overlapped pair of forward ``stage`` and backward
+    ``pair_stage``. ``waits`` (K, 3): the device's previous operation and the (up to two) operations whose
+    outputs it needs (K, the index of a zero row, where there is none); ``across``: whether each is on
+    another device (its output then arrives a Send/Recv later); ``levels``: (start, stop) of the waves —
+    operations numbered in wave order, each waiting only for earlier waves — which :func:`execute` runs one
+    at a time; ``first`` / ``last``: each device's first and last operation."""
 
     ops: tuple[Op, ...]
     device: np.ndarray
-    deps: tuple[tuple[tuple[int, bool], ...], ...]
     kind: np.ndarray
     stage: np.ndarray
     pair_stage: np.ndarray
+    waits: np.ndarray
+    across: np.ndarray
+    levels: tuple[tuple[int, int], ...]
+    first: np.ndarray
+    last: np.ndarray
+
+
+def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(key of what each pass makes, key of the output it needs or −1): integer keys (product, micro-batch,
+    stage). F of stage j needs F of j − 1; B/BW of j needs B of j + 1 (the last stage's, its own F); W its B."""
+    unit = micro_batches * stages
+    own = _PRODUCT[kind] * unit + micro_batch * stages + stage
+    need = np.where(kind == 0, np.where(stage == 0, -1, own - 1),
+                    np.where((kind == 2) | (stage == stages - 1), own - unit, own + 1))
+    return own, need
+
+
+def _levels(count: int, prev: np.ndarray, dep: np.ndarray) -> list[np.ndarray]:
+    """Kahn's topological sort, one wave at a time: operations whose waits are all in earlier waves."""
+    src = np.concatenate([prev, dep[:, 0], dep[:, 1]])
+    dst = np.tile(np.arange(count), 3)
+    keep = src < count
+    src, dst = src[keep], dst[keep]
+    order = np.argsort(src, kind="stable")
+    src, dst = src[order], dst[order]
+    starts = np.searchsorted(src, np.arange(count + 1))
+    waiting = np.bincount(dst, minlength=count)
+    wave = np.flatnonzero(waiting == 0)
+    levels = []
+    while wave.size:
+        levels.append(wave)
+        lo, counts = starts[wave], starts[wave + 1] - starts[wave]
+        total = int(counts.sum())
+        if not total:
+            break
+        offsets = np.cumsum(counts) - counts
+        nxt = dst[np.repeat(lo - offsets, counts) + np.arange(total)]  # every successor of the wave
+        np.subtract.at(waiting, nxt, 1)
+        nxt = np.unique(nxt)
+        wave = nxt[waiting[nxt] == 0]
+    return levels
 
 
 def compile_plan(plan: Plan) -> Program:
-    """Order the plan's operations globally (each device's order kept; an operation after the ones it waits
-    for): a device that waits on a pass not yet placed resumes when that pass is placed. :class:`ConfigError`
-    if the order deadlocks (a plan bug)."""
+    """Number the plan's operations, find what each waits for and group them into waves that can run
+    together (:class:`Program`). :class:`ConfigError` if a pass waits for one the plan never runs, or the
+    order deadlocks (a plan bug)."""
     S = plan.virtual_stages
-    micro_batches = max(ps.micro_batch for order in plan.orders for op in order for ps in op) + 1
-    where: dict[int, tuple[int, int]] = {}
-    waiting: dict[int, list[int]] = {}
-    position = [0] * plan.devices
-    ops, device, deps, kind, stage, pair_stage = [], [], [], [], [], []
-    queue = deque(range(plan.devices))
-    while queue:
-        d = queue.popleft()
-        order = plan.orders[d]
-        while position[d] < len(order):
-            op = order[position[d]]
-            keys = [_keys(ps, S, micro_batches) for ps in op]
-            missing = next((need for _, need in keys if need >= 0 and need not in where), None)
-            if missing is not None:
-                waiting.setdefault(missing, []).append(d)
-                break
-            deps.append(tuple((where[need][0], where[need][1] != d) for _, need in keys if need >= 0))
-            for own, _ in keys:
-                where[own] = (len(ops), d)
-                if own in waiting:
-                    queue.extend(waiting.pop(own))
-            ops.append(op)
-            device.append(d)
-            if len(op) == 1:
-                kind.append(_KIND_INDEX[op[0].kind])
-                stage.append(op[0].stage)
-                pair_stage.append(-1)
-            else:
-                kind.append(-1)
-                stage.append(next(ps.stage for ps in op if ps.kind is PassKind.F))
-                pair_stage.append(next(ps.stage for ps in op if ps.kind is not PassKind.F))
-            position[d] += 1
-    if len(ops) != sum(len(o) for o in plan.orders):
-        raise ConfigError(f"schedule {plan.name} deadlocked at positions {position} (inconsistent order)")
-    return Program(tuple(ops), np.array(device), tuple(deps), np.array(kind), np.array(stage), np.array(pair_stage))
+    ops = tuple(op for order in plan.orders for op in order)
+    K = len(ops)
+    sizes = [len(order) for order in plan.orders]
+    if min(sizes) == 0:
+        raise ConfigError(f"schedule {plan.name}: a device has no passes")
+    device = np.repeat(np.arange(plan.devices), sizes)
+    width = np.fromiter((len(op) for op in ops), dtype=np.int64, count=K)
+    op_of = np.repeat(np.arange(K), width)
+    slot = np.arange(op_of.size) - np.repeat(np.cumsum(width) - width, width)
+    flat = np.array([(_KIND_INDEX[ps.kind], ps.micro_batch, ps.stage) for op in ops for ps in op], dtype=np.int64)
+    kind, micro_batch, stage = flat.T
+    micro_batches = int(micro_batch.max()) + 1
+    own, need = _pass_keys(kind, micro_batch, stage, S, micro_batches)
+    producer = np.full(3 * micro_batches * S, -1, dtype=np.int64)
+    producer[own] = op_of
+    waits = need >= 0
+    dep_of_pass = np.where(waits, producer[np.where(waits, need, 0)], K)
+    if (dep_of_pass < 0).any():
+        raise ConfigError(f"schedule {plan.name}: a pass waits for an output the plan never makes (inconsistent order)")
+    dep = np.full((K, 2), K, dtype=np.int64)
+    dep[op_of, slot] = dep_of_pass
+    device_k = np.append(device, -1)
+    across = device_k[dep] != device[:, None]
+    across &= dep < K
+    ends = np.cumsum(sizes)
+    first, last = ends - np.asarray(sizes), ends - 1
+    prev = np.arange(K) - 1
+    prev[first] = K
+    levels = _levels(K, prev, dep)
+    if sum(level.size for level in levels) != K:
+        raise ConfigError(f"schedule {plan.name} deadlocked (inconsistent order)")
+    single = width == 1
+    first_pass = np.cumsum(width) - width
+    second_pass = np.minimum(first_pass + 1, stage.size - 1)
+    op_kind = np.where(single, kind[first_pass], -1)
+    forward_first = single | (kind[first_pass] == 0)
+    f_stage = np.where(forward_first, stage[first_pass], stage[second_pass])
+    b_stage = np.where(single, -1, np.where(forward_first, stage[second_pass], stage[first_pass]))
+    # renumber in wave order: each wave is a contiguous block, the operations it waits for lie just before it
+    order = np.concatenate(levels)
+    rank = np.empty(K + 1, dtype=np.int64)
+    rank[order] = np.arange(K)
+    rank[K] = K
+    bounds = np.cumsum([0] + [level.size for level in levels])
+    waits = rank[np.column_stack([prev, dep])[order]]
+    across = np.column_stack([np.zeros(K, dtype=bool), across])[order]
+    return Program(tuple(ops[k] for k in order.tolist()), device[order], op_kind[order], f_stage[order],
+                   b_stage[order], waits, across,
+                   tuple(zip(bounds[:-1].tolist(), bounds[1:].tolist())), rank[first], rank[last])
 
 
 def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -171,30 +218,52 @@ def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.nda
 
 
 def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
-    """Run ``plan`` with ``times`` (``program``: :func:`compile_plan` of it, when the caller caches one)."""
+    """Run ``plan`` with ``times`` (``program``: :func:`compile_plan` of it, when the caller caches one): each
+    operation starts when its device's previous one has ended and its inputs are there (``p2p_s`` later
+    when made on another device); one wave of :class:`Program` ``levels`` at a time, all configurations at
+    once."""
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
     durations = _durations(program, tuple(stage_arrays))
-    zero = np.zeros(p2p.shape[0])
-    free = [zero] * plan.devices
-    first: list[np.ndarray | None] = [None] * plan.devices
-    ends = np.empty_like(durations)
-    starts = np.empty_like(durations) if keep_events else None
-    for k, d in enumerate(program.device.tolist()):
-        ready = free[d]
-        for j, across in program.deps[k]:
-            ready = np.maximum(ready, ends[j] + p2p if across else ends[j])
-        if first[d] is None:
-            first[d] = ready
-        ends[k] = ready + durations[k]
-        free[d] = ends[k]
-        if starts is not None:
-            starts[k] = ready
-    busy = np.zeros((plan.devices, zero.size))
+    K = durations.shape[0]
+    ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
+    waits, across, sends = program.waits, program.across, bool(p2p.any())
+    if p2p.shape[0] > WAVE_MAX_CONFIGURATIONS:
+        _run_one_by_one(program, durations, p2p, ends)
+        return _execution(plan, program, durations, ends[:K], keep_events)
+    for lo, hi in program.levels:
+        w = waits[lo:hi]
+        if sends:  # an input from another device arrives a Send/Recv later
+            a = across[lo:hi]
+            ready = np.maximum(ends[w[:, 0]], ends[w[:, 1]] + a[:, 1, None] * p2p)
+            np.maximum(ready, ends[w[:, 2]] + a[:, 2, None] * p2p, out=ready)
+        else:
+            ready = np.maximum(ends[w[:, 0]], ends[w[:, 1]])
+            np.maximum(ready, ends[w[:, 2]], out=ready)
+        np.add(ready, durations[lo:hi], out=ends[lo:hi])
+    return _execution(plan, program, durations, ends[:K], keep_events)
+
+
+def _run_one_by_one(program: Program, durations: np.ndarray, p2p: np.ndarray, ends: np.ndarray) -> None:
+    """The same recurrence one operation at a time (in wave order, so every input is there): fewer array
+    copies than the waves' gathers when each operation's row is long."""
+    K = durations.shape[0]
+    for k, ((w0, w1, w2), (_, a1, a2)) in enumerate(zip(program.waits.tolist(), program.across.tolist())):
+        ready = ends[w0]
+        if w1 < K:
+            ready = np.maximum(ready, ends[w1] + p2p if a1 else ends[w1])
+        if w2 < K:
+            ready = np.maximum(ready, ends[w2] + p2p if a2 else ends[w2])
+        np.add(ready, durations[k], out=ends[k])
+
+
+def _execution(plan: Plan, program: Program, durations: np.ndarray, ends: np.ndarray, keep_events: bool) -> Execution:
+    busy = np.zeros((plan.devices, ends.shape[1]))
     np.add.at(busy, program.device, durations)
-    events = ([(int(d), op, starts[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
-              if starts is not None else [])
-    return Execution(plan, np.array([x if x is not None else zero for x in first]), np.array(free), busy, events)
+    first = ends[program.first] - durations[program.first]
+    events = ([(int(d), op, ends[k] - durations[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
+              if keep_events else [])
+    return Execution(plan, first, ends[program.last], busy, events)
 
 
 def peak_in_flight(plan: Plan) -> list[float]:

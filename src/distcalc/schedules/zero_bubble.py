@@ -17,6 +17,13 @@ B_k, possibly a W, then the next F; the remaining W's close the step.
   scheduler's ``fff…bfbf…bwbw…www`` manual order) has the same bubble but keeps up to m weight-gradient
   inputs alive.
 
+* ZB-2p (the paper's automatic schedule under the memory limit 2p·M_B, §3.1 and Table 3's memory column):
+  its heuristic warms up "as many F passes as possible within the memory limit", so stage s runs ``2(p − s)``
+  warm-up forwards (one more than ZB-H2) and, holding 2s micro-batches until their W, reaches the limit, 2p,
+  on every stage. With the same pass times on every stage the extra forward leaves ZB-H2's step unchanged
+  (property test); with unequal stages it can move it slightly (the Table 4 1.5B rows: +0.06 %). The memory
+  is the paper's.
+
 Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_B)`` and m ≥ 2p (tests).
 """
 
@@ -92,3 +99,17 @@ class ZeroBubbleH2(PipelineSchedule):
 
     def closed_form_peak_in_flight(self, devices):
         return float(2 * devices - 1)
+
+
+class ZeroBubble2p(ZeroBubbleH2):
+    """ZB-2p: ZB-H2's order with the warm-up filled to the paper's memory limit 2p·M_B."""
+
+    name, code = Schedule.ZB_2P.value, Schedule.ZB_2P.code
+    description = "ZB-2p: 2(p-s) warm-up forwards up to the 2p memory limit; ZB-H2's bubble, 2p memory"
+    reference = "Qi et al. 2024 §3.1, §4, Table 3"
+
+    def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:
+        return tuple(zero_bubble_order(s, micro_batches, 2 * (devices - s), 2 * s) for s in range(devices))
+
+    def closed_form_peak_in_flight(self, devices):
+        return float(2 * devices)

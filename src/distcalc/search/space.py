@@ -33,7 +33,10 @@ named in :class:`Rejections.rules`:
 * group does not fit (*) — a TP group must lie inside one node's fast tier: ``tp`` divides ``gpus_per_node``
   (when N ≥ gpus_per_node; otherwise ``tp`` divides N, which always holds).
 * incompatible — ``vpp > 1`` needs the interleaved schedule; the interleaved and zero-bubble (*) schedules
-  need ``pp > 1``.
+  need ``pp > 1``; DualPipe an even ``pp``, DualPipe(V) at least 2·pp micro-batches (an even number for
+  DualPipe), ZB-V and DualPipeV the layers cut into 2·pp chunks; (*) an executed schedule (zb-h1, zb-h2,
+  zb-2p, zb-v, dualpipe, dualpipev; interleaved with uneven ends) whose plan has more than
+  :data:`EXECUTED_PASS_BUDGET` passes.
 * equivalent (*) (skipped, not rejected: the same job as a configuration already kept) — any schedule
   other than 1F1B when ``pp = 1`` (there is no pipeline), interleaved with ``vpp = 1`` (that is 1F1B),
   sequence parallelism with ``tp = 1``, ZeRO stage > 0 with ``dp·cp = 1`` (ZeRO shards over the dp·cp group).
@@ -67,12 +70,22 @@ COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recomput
 #: the last, so column value v still means RECOMPUTE_CHOICES[v]).
 RECOMPUTE_CHOICES = tuple(name for name in Recompute.names_by_code() if name != Recompute.SELECTIVE_OP.value)
 SCHEDULE_CHOICES = Schedule.names_by_code()
-#: Searched when ``--schedule`` is not given (the executed schedules are opt-in: they cost a plan execution
-#: per (schedule, pp, micro-batches) and DualPipe doubles the parameters).
-DEFAULT_SCHEDULES = tuple(name for name in SCHEDULE_CHOICES if not Schedule.executed(Schedule(name).code))
+#: Searched when ``--schedule`` is not given: every schedule but ``zb-h1`` (the same ZB-H1 order as
+#: ``zero-bubble``, which prices it by its closed form) and ``zb-2p`` (ZB-H2's times with one more micro-batch
+#: in flight). The executed ones (zb-h2, zb-v, dualpipe, dualpipev) run one plan per (schedule, pp,
+#: micro-batches), within :data:`EXECUTED_PASS_BUDGET`.
+DEFAULT_SCHEDULES = tuple(name for name in SCHEDULE_CHOICES if name not in (Schedule.ZB_H1.value, Schedule.ZB_2P.value))
+#: The closed-form schedules (gpipe, 1f1b, interleaved, zero-bubble); the others are executed.
+CLOSED_FORM_SCHEDULES = tuple(name for name in SCHEDULE_CHOICES if not Schedule.executed(Schedule(name).code))
+#: Most passes (F, B, W per micro-batch per virtual stage, over all devices) of a plan that the search
+#: executes: building and executing a plan costs about 10 µs a pass in Python, and a search meets one plan
+#: per (schedule, pp, micro-batches) — Llama 3 405B on 16,384 GPUs meets 212 of them, 9.1 million passes
+#: (over three minutes). Larger plans are rejected by this rule (counted; ``distcalc analyze`` prices any).
+EXECUTED_PASS_BUDGET = 20_000
 #: Other spellings accepted by ``--schedule``.
-SCHEDULE_ALIASES = {"zb-1p": "zb-h1", "zb-2p": "zb-h2"}
+SCHEDULE_ALIASES = {"zb-1p": "zb-h1"}
 ZERO_CHOICES = field_values("zero")
+_BUDGET_RULE = f"executed schedule: its plan has more than {EXECUTED_PASS_BUDGET} passes"
 _INTERLEAVED, _ONE_F_ONE_B, _ZERO_BUBBLE = Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code, Schedule.ZERO_BUBBLE.code
 _DUALPIPE, _DUALPIPEV, _ZB_V = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code, Schedule.ZB_V.code
 INDEX_DTYPE = np.int64
@@ -205,6 +218,14 @@ def _uneven_fits(limits: SpaceLimits, pp: np.ndarray, first: int, last: int) -> 
     return uneven_fits(limits.num_layers, pp, first, last)
 
 
+def _uneven_chunks_fit(limits: SpaceLimits, pp: np.ndarray, vpp: np.ndarray, first: int, last: int) -> np.ndarray:
+    """With uneven ends and vpp > 1 every chunk of a stage holds its layers / vpp (Megatron-Core's
+    interleaved uneven layout): the first, last and middle-stage layer counts divisible by vpp."""
+    given = int(first > 0) + int(last > 0)
+    middle = (limits.num_layers - first - last) // np.maximum(pp - given, 1)
+    return (first % vpp == 0) & (last % vpp == 0) & ((pp - given == 0) | (middle % vpp == 0))
+
+
 _PP_RULE = "num_layers % pp (and num_layers+2 with the embedding/loss split)"
 _UNEVEN_RULE = "num_layers - first - last over the other stages"
 _PP_VPP_RULE = "num_layers % (pp*vpp) (and num_layers+2 with the embedding/loss split)"
@@ -289,9 +310,11 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f = _Filter(columns, later, rejections)
     pp, vpp, schedule = columns["pp"], columns["vpp"], columns["schedule"]
     if choices.uneven:
-        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages need vpp = 1", vpp > 1)
-        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages: gpipe, 1f1b or zero-bubble",
+        f.reject(RejectReason.INCOMPATIBLE, "uneven first/last stages: gpipe, 1f1b, interleaved or zero-bubble",
                  (pp > 1) & Schedule.executed(schedule))
+        f.reject(RejectReason.DIVISIBILITY, "uneven first/last stages: first, last and middle layers % vpp",
+                 (vpp > 1) & ~_uneven_chunks_fit(limits, pp, vpp, choices.first_stage_layers,
+                                                 choices.last_stage_layers))
     else:
         f.reject(RejectReason.DIVISIBILITY, _PP_VPP_RULE, ~_pipeline_fits(limits, pp, pp * vpp, split))
     f.reject(None, "schedule without pipeline", (pp == 1) & (schedule != _ONE_F_ONE_B) & (vpp == 1))
@@ -328,6 +351,14 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f.reject(RejectReason.DIVISIBILITY, "dualpipe(v): micro-batches >= 2*pp (and even for dualpipe)",
              dual & ((micro_batches < 2 * columns["pp"])
                      | ((columns["schedule"] == _DUALPIPE) & (micro_batches % 2 != 0))))
+    sched = columns["schedule"]
+    chunks = np.where((sched == _ZB_V) | (sched == _DUALPIPEV), 2, 1)
+    passes = 3 * chunks * columns["pp"] * micro_batches
+    executed = Schedule.executed(sched)
+    if choices.uneven:  # interleaved with uneven ends is executed too: F and BW per chunk
+        executed = executed | (sched == _INTERLEAVED)
+        passes = np.where(sched == _INTERLEAVED, 2 * columns["vpp"] * columns["pp"] * micro_batches, passes)
+    f.reject(RejectReason.INCOMPATIBLE, _BUDGET_RULE, executed & (columns["pp"] > 1) & (passes > EXECUTED_PASS_BUDGET))
     columns = f.result()
 
     # Stage 4: memory options: sequence parallelism, then ZeRO, then recompute (filtered in between).

@@ -3,16 +3,16 @@ plan, and the measured runs of Qi et al. 2024 ("Zero Bubble Pipeline Parallelism
 
 * **zero-bubble-formulas** — executed bubble vs the published formula (absolute error in units of one pass,
   tolerance 1e-9): 1F1B ``(p−1)(T_F+T_B+T_W)``, ZB-H1 ``(p−1)(T_F+T_B−T_W)``, ZB-H2
-  ``(p−1)(T_F+T_B−2T_W)`` (Qi et al. Table 2), ZB-V 0 at equal times (ZB authors' table), DualPipe and
-  DualPipeV ``(PP/2−1)(F&B+B−3W)`` (deepseek-ai/DualPipe README); and peak activations p, p, 2p − 1, p,
-  PP + 1, PP + 1 (the same tables).
+  ``(p−1)(T_F+T_B−2T_W)`` (Qi et al. Table 2; ZB-2p the same), ZB-V 0 at equal times (ZB authors' table),
+  DualPipe and DualPipeV ``(PP/2−1)(F&B+B−3W)`` (deepseek-ai/DualPipe README); and peak activations p, p,
+  2p − 1, 2p (ZB-2p's memory limit, Qi et al. Table 3), p, PP + 1, PP + 1 (the same tables).
 * **zero-bubble-table4** — the 48 measured rows of Table 4 (GPT-like 1.5B–28.3B, pure pipeline
   parallelism on 8–32 A100s, fp16, no FlashAttention), each with its own schedule: 1F1B, 1F1B-I
-  (interleaved), ZB-1p (run as ZB-H1) and ZB-2p (run as ZB-H2). The paper's ZB-1p / ZB-2p are automatic
-  schedules searched for the measured pass times; distcalc runs the handcrafted ZB-H1 / ZB-H2 orders with
-  its own predicted times. Sizes from the row; vocabulary 32000 and tied embeddings as the row's
-  assumptions say; the first and the last stage hold one layer fewer (embedding and loss slots). Tolerance
-  8 % per row (the issue's target for the mean); the mean |error| is its own case. Then each schedule's
+  (interleaved), ZB-1p (run as ZB-H1) and ZB-2p (run as zb-2p: ZB-H2's order with its warm-up filled to
+  the paper's 2p·M_B memory limit). The paper's ZB-1p / ZB-2p are automatic schedules searched for the
+  measured pass times; distcalc runs the handcrafted orders with its own predicted times. Sizes from the
+  row; vocabulary 32000 and tied embeddings as the row's assumptions say; the first and the last stage
+  hold one layer fewer (embedding and loss slots). Tolerance 8 % per row (the issue's target for the mean); the mean |error| is its own case. Then each schedule's
   speedup over 1F1B on the same model and micro-batch count (predicted t_1F1B/t_X vs measured): the
   compute model's error on a model size cancels there, so these cases judge the schedule itself
   (tolerance 5 %). Last, the printed peak memory of every row against distcalc's worst stage (the
@@ -34,7 +34,8 @@ from distcalc.validation.base import CaseSet, ValidationCase, read_validation_cs
 SOURCE = ("Qi et al. 2024 (ICLR) Tables 2, 4; ZB authors' schedule table; DeepSeek-V3 report §3.2.1; "
           "deepseek-ai/DualPipe README")
 #: (schedule, pp, micro-batches, T_F, T_B, T_W) per chunk: equal times and the papers' regime W ≤ F = B.
-FORMULA_SHAPES = [(name, p, m, tf, tb, tw) for name in ("1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev")
+FORMULA_SHAPES = [(name, p, m, tf, tb, tw) for name in ("1f1b", "zb-h1", "zb-h2", "zb-2p", "zb-v", "dualpipe",
+                                                         "dualpipev")
                   for p, m in ((4, 16), (8, 32), (16, 64)) for tf, tb, tw in ((1.0, 1.0, 1.0), (1.0, 1.0, 0.6))
                   if not (name == "zb-v" and tw != tf)]
 
@@ -48,7 +49,7 @@ def _formula_cases() -> list[ValidationCase]:
         cases.append(ValidationCase(case=f"{name} p={p} m={m} T_F,T_B,T_W={tf:g},{tb:g},{tw:g} bubble",
                                     predicted=executed, published=schedule.closed_form_bubble_s(p, m, tf, tb, tw),
                                     unit="pass", error_kind="absolute", tolerance=1e-9, note=schedule.reference))
-    for name in ("1f1b", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"):
+    for name in ("1f1b", "zb-h1", "zb-h2", "zb-2p", "zb-v", "dualpipe", "dualpipev"):
         schedule = get_schedule(name)
         p = 8
         cases.append(ValidationCase(case=f"{name} p={p} peak in-flight activations",

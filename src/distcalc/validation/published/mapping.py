@@ -84,7 +84,7 @@ SCHEDULE_OF_LABEL: dict[str, tuple[str, ...]] = {
     "1F1B": ("1f1b",),
     "1F1B-I": ("interleaved",),
     "ZB-1p": ("zb-h1", "zero-bubble"),   # ZB-1p: automatic schedule with 1F1B's memory; ZB-H1 is its handcrafted form
-    "ZB-2p": ("zb-h2",),                 # ZB-2p: 2p in-flight micro-batches, ~zero bubble (ZB-H2's memory)
+    "ZB-2p": ("zb-2p", "zb-h2"),         # ZB-2p: automatic schedule, memory limit 2p·M_B; zb-2p fills it
     "ZB-V": ("zb-v",),
 }
 
