@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.model.blocks import effective_key_length
 from distcalc.op_checkpoint import block_projections, op_sac_split
 
 ArrayLike = Any
@@ -65,6 +66,9 @@ class ModelDims:
     q_lora_rank: int = 0  #: MLA query latent width (0: full query projection)
     kv_lora_rank: int = 0  #: MLA key/value latent width (0: not MLA)
     qk_rope_dim: int = 0  #: MLA rotary part of d_qk (the key's rotary part is shared by all heads)
+    sliding_window: int = 0  #: attention window w (0: full causal attention; distcalc.model.blocks)
+    parallel_block: bool = False  #: parallel attention + MLP block (one TP sync per pass; distcalc.model.blocks)
+    block_norms: int = 2  #: normalisation layers per transformer layer
 
     @property
     def dense_layers(self) -> int:
@@ -107,12 +111,17 @@ def model_dims(spec: Any) -> ModelDims:
         q_lora_rank=int(spec.q_lora_rank or 0) if spec.is_mla else 0,
         kv_lora_rank=int(spec.kv_lora_rank or 0) if spec.is_mla else 0,
         qk_rope_dim=int(spec.qk_rope_head_dim or 0) if spec.is_mla else 0,
+        sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
+        block_norms=spec.norms_per_layer,
     )
 
 
 def attention_core_flops_per_token(dims: ModelDims, seq_len: ArrayLike) -> ArrayLike:
-    """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``."""
-    return 2.0 * np.multiply(seq_len, dims.heads * (dims.head_dim + dims.v_head_dim))
+    """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``;
+    with a sliding window w < s, s becomes the effective key length ``2w − w²/s``
+    (:func:`distcalc.model.blocks.effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
+    keys = effective_key_length(seq_len, dims.sliding_window) if dims.sliding_window else seq_len
+    return 2.0 * np.multiply(keys, dims.heads * (dims.head_dim + dims.v_head_dim))
 
 
 def layer_gemm_flops_per_token(dims: ModelDims, moe: bool) -> float:

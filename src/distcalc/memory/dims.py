@@ -56,6 +56,8 @@ class ModelDims:
     tied: bool
     moe_cumulative: np.ndarray  # moe_cumulative[k] = MoE layers among layers 0..k-1 (length L+1)
     mla_latent: float = 0.0  # MLA: query + key/value latent widths r_q + r_kv (0 without MLA)
+    parallel_block: bool = False  # parallel attention + MLP block (distcalc.model.blocks)
+    block_norms: int = 2  # normalisation layers per transformer layer
 
     @property
     def uniform(self) -> bool:
@@ -107,4 +109,6 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         tied=spec.tie_word_embeddings,
         moe_cumulative=np.concatenate([[0], np.cumsum(moe_flags)]),
         mla_latent=float((spec.q_lora_rank or 0) + (spec.kv_lora_rank or 0)) if spec.is_mla else 0.0,
+        parallel_block=spec.parallel_attn,
+        block_norms=spec.norms_per_layer,
     )
