@@ -96,6 +96,11 @@ def test_a_sequential_block_with_one_norm_is_refused():
         _variant("llama3-8b", block_norms=1)
 
 
+def test_a_parallel_moe_block_is_refused_not_mispriced():
+    with pytest.raises(ConfigError, match="parallel_attn with routed experts"):
+        _variant("mixtral-8x7b", parallel_attn=True)
+
+
 def test_one_norm_less_per_layer_is_the_only_parameter_change():
     seq, par = load_model("gpt3-175b"), _variant("gpt3-175b", parallel_attn=True)
     assert seq.parameters - par.parameters == seq.num_hidden_layers * 2 * seq.hidden_size
@@ -202,3 +207,12 @@ def test_tied_embeddings_drop_the_output_layer_parameters_and_add_the_pipeline_s
     tied_report, untied_report = analyze(tied, "dgx-h100", config), analyze(untied, "dgx-h100", config)
     assert tied_report.time_breakdown["embedding_sync_s"] > 0.0 == untied_report.time_breakdown["embedding_sync_s"]
     assert np.isfinite(tied_report.step_time_s)
+
+
+def test_analyze_states_the_window_convention_of_its_mfu():
+    config = ParallelConfig(gpus=8, tp=1, pp=1, micro_batch=1, global_batch=8, seq_len=8192, dtype="bf16")
+    windowed = analyze(_variant("llama3-8b", sliding_window=4096), "dgx-h100", config)
+    full = analyze("llama3-8b", "dgx-h100", config)
+    assert "2w - w^2/s" in windowed.flops["mfu_formula"] and "window" not in full.flops["mfu_formula"]
+    assert windowed.flops["model_flops_per_step"] < full.flops["model_flops_per_step"]
+    assert windowed.step_time_s < full.step_time_s and windowed.tokens_per_s > full.tokens_per_s

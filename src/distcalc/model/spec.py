@@ -123,6 +123,11 @@ class ModelSpec(BaseModel):
             raise ConfigError(
                 f"model {self.name!r}: block_norms(1) needs parallel_attn (a sequential block has 2 norms)"
             )
+        if self.parallel_attn and self.is_moe:
+            raise ConfigError(
+                f"model {self.name!r}: parallel_attn with routed experts is not modelled; valid: a dense "
+                f"parallel block, or a sequential MoE block"
+            )
         if self.is_mla and None in (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim):
             raise ConfigError(
                 f"model {self.name!r}: MLA (kv_lora_rank set) needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim"
