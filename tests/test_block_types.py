@@ -216,3 +216,16 @@ def test_analyze_states_the_window_convention_of_its_mfu():
     assert "2w - w^2/s" in windowed.flops["mfu_formula"] and "window" not in full.flops["mfu_formula"]
     assert windowed.flops["model_flops_per_step"] < full.flops["model_flops_per_step"]
     assert windowed.step_time_s < full.step_time_s and windowed.tokens_per_s > full.tokens_per_s
+
+
+def test_one_shared_norm_runs_half_the_norm_work_of_two_in_eager_pytorch_too():
+    """Eager composite RMSNorm (torchtitan without fused_rmsnorm): one norm's bytes and kernels, not two."""
+    from dataclasses import replace
+
+    device = replace(load_device("a100-80gb", "bf16"), eager_elementwise=True)
+    two = compute_dims(_variant("llama3-8b", parallel_attn=True, block_norms=2))
+    one = compute_dims(_variant("llama3-8b", parallel_attn=True, block_norms=1))
+    t_two = layer_times(two, device, 1, 4096, 1, flash_attention=1)
+    t_one = layer_times(one, device, 1, 4096, 1, flash_attention=1)
+    assert float(t_one.forward_elementwise_s) < float(t_two.forward_elementwise_s)
+    assert float(t_one.forward_gemm_s) == float(t_two.forward_gemm_s)

@@ -85,7 +85,7 @@ WGRAD_ACCUMULATE_BYTES = 8.0
 ACT_BYTES = 2.0  # bf16/fp16 activations
 #: PyTorch-eager composite ops (module docstring): RMSNorm, SwiGLU and RoPE bytes per element (forward,
 #: backward), and the kernels each adds per layer over its fused form (RMSNorm 2 x (6 - 1), SwiGLU 2 - 1,
-#: RoPE on q and k 2 x 3 - 1)
+#: RoPE on q and k 2 x 3 - 1); the RMSNorm count is for the 2 norms of a sequential block (5 per norm)
 EAGER_RMSNORM_BYTES = (36.0, 60.0)
 EAGER_SWIGLU_BYTES = (10.0, 16.0)
 EAGER_ROPE_BYTES = 20.0
@@ -231,7 +231,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
-    eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
+    eager_kernels = sum(n * (norms / 2 if op == "rmsnorm" else 1) for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
     adds = 1 if dims.parallel_block else 2
     kernels = 1 + norms + adds + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
