@@ -229,3 +229,19 @@ def test_one_shared_norm_runs_half_the_norm_work_of_two_in_eager_pytorch_too():
     t_one = layer_times(one, device, 1, 4096, 1, flash_attention=1)
     assert float(t_one.forward_elementwise_s) < float(t_two.forward_elementwise_s)
     assert float(t_one.forward_gemm_s) == float(t_two.forward_gemm_s)
+
+
+@pytest.mark.parametrize("field,value", [("parallel_attn", "false"), ("use_parallel_residual", 1),
+                                         ("sliding_window", "4096"), ("sliding_window", 0), ("block_norms", 3),
+                                         ("num_kv_heads", 2.5)])
+def test_block_fields_of_a_model_file_are_type_checked(tmp_path, field, value):
+    import json
+
+    distcalc_file = {"name": "x", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                     "intermediate_size": 128, "vocab_size": 100}
+    base = {"parallel_attn": FALCON_7B, "num_kv_heads": FALCON_7B, "sliding_window": MISTRAL_7B,
+            "block_norms": distcalc_file}.get(field, PYTHIA_6_9B)
+    path = tmp_path / ("config.json" if "model_type" in base else "model.json")
+    path.write_text(json.dumps({**base, field: value}))
+    with pytest.raises(ConfigError, match=field):
+        load_model(path)
