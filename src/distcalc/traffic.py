@@ -135,8 +135,12 @@ def activation_bytes(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayLi
 
 def tp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayLike,
                       bytes_per_element: ArrayLike, tp: ArrayLike, sequence_parallel: ArrayLike,
-                      recompute: ArrayLike, cp: ArrayLike = 1) -> list[Message]:
+                      recompute: ArrayLike, cp: ArrayLike = 1, syncs: ArrayLike = 2) -> list[Message]:
     """TP collectives of ONE transformer layer for ONE micro-batch (counts per layer per micro-batch).
+
+    ``syncs``: the ``f``/``g`` pairs per layer — 2 for a sequential block (the counts below), 1 for a
+    parallel attention+MLP block, whose two branches share one input gather and one output reduction
+    (:mod:`distcalc.model.blocks`); every count scales by ``syncs/2``.
 
     Without SP (Megatron-LM ``f``/``g``): forward 2 × AllReduce(M), backward 2 × AllReduce(M) overlapped
     with the weight-gradient GEMMs of the column-parallel layers. With SP: forward 2 × AllGather(M) +
@@ -150,6 +154,7 @@ def tp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayL
     sp = np.where(np.asarray(sequence_parallel) != 0, 1.0, 0.0)
     no_sp = 1.0 - sp
     full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    on = on * np.divide(syncs, 2.0)
     tp_ = Dim.TP
     return [
         Message(tp_, Comm.ALL_REDUCE, m, 2 * on * no_sp, Phase.FORWARD, note="g after out-proj and MLP"),

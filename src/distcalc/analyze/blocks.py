@@ -25,6 +25,7 @@ from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
+from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -135,7 +136,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h, act = d.hidden, device.activation_bytes  # bytes per activation element of the configured dtype
-    tp_msgs = tp_layer_messages(b, s, h, act, tp, sp, rc, cp)
+    tp_msgs = tp_layer_messages(b, s, h, act, tp, sp, rc, cp, tp_syncs_per_layer(d.parallel_block))
     if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
         tp_msgs = moe_tp_messages(tp_msgs, b, s, h, act, tp, sp, rc, cp, max(d.experts_per_token, 1),
                                   moe_slot_factor(o), frac, d.shared_ffn > 0)
@@ -165,7 +166,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         ub = userbuffers_exposure(one(Comm.ALL_GATHER), one(Comm.REDUCE_SCATTER),
                                   *(tuple(slowest * np.asarray(g, dtype=float) for g in gemms) for gemms in
                                     (dense.gemms_forward_s, dense.gemms_dgrad_s, dense.gemms_wgrad_s)),
-                                  tp, device.sm_count, np.asarray(rc) == 2)
+                                  tp, device.sm_count, np.asarray(rc) == 2, d.parallel_block)
         use = (np.asarray(sp) != 0) & (np.asarray(tp) > 1)
         tp_fwd = np.where(use, (1.0 - frac) * ub.forward_s + frac * tp_fwd, tp_fwd)
         tp_bwd = np.where(use, (1.0 - frac) * ub.backward_s + frac * tp_bwd, tp_bwd)

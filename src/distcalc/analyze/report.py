@@ -210,7 +210,9 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         flops={"model_flops_per_step": f("model_flops"), "hardware_flops_per_step": f("hardware_flops"),
                "peak_flops_per_s": device.peak_flops_per_s,
                "mfu_formula": "model_flops / (step_time_s * gpus * peak); model_flops = 3 * B*s * forward "
-                              "FLOPs/token (= 72*B*L*s*h^2*(1 + s/6h + V/12hL) for GPT, Korthikanti App. A)",
+                              "FLOPs/token (= 72*B*L*s*h^2*(1 + s/6h + V/12hL) for GPT, Korthikanti App. A)"
+                              + (f"; sliding window w={spec.sliding_window}: attention keys per query "
+                                 "2w - w^2/s instead of s" if spec.sliding_window else ""),
                "hfu_formula": "as MFU with recomputed forward FLOPs added (selective: attention core; full: "
                               "every layer's forward; selective-op: its recomputed projections)"},
         options=options.model_dump(mode="json"),

@@ -95,15 +95,24 @@ def bulk_exposed_s(comm_s: ArrayLike, gemm_s: ArrayLike, sm_count: int) -> Array
 
 def userbuffers_exposure(all_gather_s: ArrayLike, reduce_scatter_s: ArrayLike, gemms_forward_s: tuple,
                          gemms_dgrad_s: tuple, gemms_wgrad_s: tuple, tp: ArrayLike, sm_count: int,
-                         full_recompute: ArrayLike) -> UserbuffersExposure:
+                         full_recompute: ArrayLike, parallel_block: bool = False) -> UserbuffersExposure:
     """Exposed time of the ten SP collectives of one dense layer (module docstring): ``all_gather_s`` and
     ``reduce_scatter_s`` are the times of ONE AllGather / ReduceScatter of the layer activation on the TP
     group; the GEMM tuples are :class:`distcalc.compute.layer.LayerTimes`' (QKV, projection, MLP up, MLP
-    down)."""
+    down). A parallel block (``parallel_block``, :mod:`distcalc.model.blocks`) has half the collectives: the
+    one AllGather beside QKV and MLP-up together (PaLM's fused GEMM), the one ReduceScatter beside projection
+    and MLP-down, and likewise backward."""
     qkv_f, proj_f, up_f, down_f = gemms_forward_s[:4]
     qkv_d, proj_d, up_d, down_d = gemms_dgrad_s[:4]
     qkv_w, _, up_w, _ = gemms_wgrad_s[:4]
     ag, rs = all_gather_s, reduce_scatter_s
+    if parallel_block:
+        forward = (ring_exchange_exposed_s(ag, qkv_f + up_f, tp, sm_count)
+                   + pipeline_exposed_s(rs, proj_f + down_f, sm_count))
+        backward = (ring_exchange_exposed_s(ag, proj_d + down_d, tp, sm_count)
+                    + np.where(np.asarray(full_recompute) != 0, forward, 0.0))
+        bulk = bulk_exposed_s(ag, qkv_d + up_d, sm_count) + bulk_exposed_s(rs, qkv_w + up_w, sm_count)
+        return UserbuffersExposure(forward_s=forward, backward_s=backward, bulk_s=bulk)
     forward = (ring_exchange_exposed_s(ag, qkv_f, tp, sm_count) + pipeline_exposed_s(rs, proj_f, sm_count)
                + ring_exchange_exposed_s(ag, up_f, tp, sm_count) + pipeline_exposed_s(rs, down_f, sm_count))
     backward = (ring_exchange_exposed_s(ag, proj_d, tp, sm_count) + ring_exchange_exposed_s(ag, down_d, tp, sm_count)

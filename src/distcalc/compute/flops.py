@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.model.blocks import effective_key_length
 from distcalc.model.dims import ModelDims, model_dims  # noqa: F401  (re-exported by distcalc.compute)
 from distcalc.parallel import Recompute
 from distcalc.op_checkpoint import block_projections, op_sac_split
@@ -34,8 +35,11 @@ ArrayLike = Any
 
 
 def attention_core_flops_per_token(dims: ModelDims, seq_len: ArrayLike) -> ArrayLike:
-    """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``."""
-    return 2.0 * np.multiply(seq_len, dims.heads * (dims.head_dim + dims.v_head_dim))
+    """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``;
+    with a sliding window w < s, s becomes the effective key length ``2w − w²/s``
+    (:func:`distcalc.model.blocks.effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
+    keys = effective_key_length(seq_len, dims.sliding_window) if dims.sliding_window else seq_len
+    return 2.0 * np.multiply(keys, dims.heads * (dims.head_dim + dims.v_head_dim))
 
 
 def layer_gemm_flops_per_token(dims: ModelDims, moe: bool) -> float:

@@ -21,8 +21,10 @@ al. 2022 §4.2.2):
   one causal and cp − 1 non-causal kernels with merges between them (:mod:`distcalc.compute.attention`).
 * Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
   norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
-  6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
-  6 B backward; SwiGLU 6 B / 10 B per f-element. RoPE on q and k: 4 B each way.
+  6 B without dropout); backward norms 8 B, dropout-add 5 B. A parallel block (:mod:`distcalc.model.blocks`)
+  runs ``block_norms`` norms (1 or 2) and one residual add of three tensors (8 B + a mask per branch).
+  MLP activation on T·f/t: GeLU 4 B forward, 6 B backward; SwiGLU 6 B / 10 B per f-element. RoPE on q and k:
+  4 B each way. A sliding window shrinks the fused kernel's (query, key) pairs to ``pairs(s, w)``.
 
 Low precision (``device.quantize_bytes_per_element`` > 0; TransformerEngine, Micikevicius et al. 2022 "FP8 Formats for Deep
 Learning"): an FP8 GEMM needs its operands quantised, and Hopper's FP8 tensor cores take only the TN
@@ -72,6 +74,7 @@ from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
 from distcalc.compute.mla import qkv_projections
+from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Recompute
@@ -82,7 +85,7 @@ ArrayLike = Any
 WGRAD_ACCUMULATE_BYTES = 8.0
 #: PyTorch-eager composite ops (module docstring): RMSNorm, SwiGLU and RoPE bytes per element (forward,
 #: backward), and the kernels each adds per layer over its fused form (RMSNorm 2 x (6 - 1), SwiGLU 2 - 1,
-#: RoPE on q and k 2 x 3 - 1)
+#: RoPE on q and k 2 x 3 - 1); the RMSNorm count is for the 2 norms of a sequential block (5 per norm)
 EAGER_RMSNORM_BYTES = (36.0, 60.0)
 EAGER_SWIGLU_BYTES = (10.0, 16.0)
 EAGER_ROPE_BYTES = 20.0
@@ -144,11 +147,14 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el
-    one_f, one_b = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
+    # sliding window (distcalc.model.blocks): the fused kernel's pairs shrink to pairs(s, w); under CP the
+    # ring's / all-gather's kernels are scaled by the same fraction (their communication is not)
+    band = effective_key_length(s, dims.sliding_window) / np.asarray(s, dtype=float) if dims.sliding_window else 1.0
+    one_f, one_b = flash_attention_times(device, batch, sq, np.multiply(s, band), d, dv, causal=True)
     q_elements = batch * sq * float(d)
     kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
-    ring_f, ring_b = ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements)
-    ag_f, ag_b = allgather_attention_times(device, batch, s, cp, d, dv)
+    ring_f, ring_b = (band * x for x in ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements))
+    ag_f, ag_b = (band * x for x in allgather_attention_times(device, batch, s, cp, d, dv))
     split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
     flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
     flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
@@ -214,16 +220,21 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     rope_b = EAGER_ROPE_BYTES if eager else 4.0
     rope_elements = projections.rope_elements
     latent = projections.latent_norm_elements  # MLA's latent RMSNorms (distcalc.compute.mla)
-    fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
+    norms = dims.block_norms
+    # residual adds: sequential 2 x bias-dropout-add (read 2, write 1: 6 B); parallel one add of x and the two
+    # branch outputs (read 3, write 1: 8 B), one dropout mask per branch (distcalc.model.blocks)
+    add_fwd_b = (8.0 + 2 * drop) if dims.parallel_block else 2 * (6.0 + drop)
+    fwd_bytes = (stream * (norms * norm_fwd_b + add_fwd_b) + act_elements * act_fwd_b + rope_elements * rope_b
                  + latent * norm_fwd_b)
-    bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
+    bwd_bytes = (stream * (norms * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
                  + latent * norm_bwd_b)
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
-    eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
+    eager_kernels = sum(n * (norms / 2 if op == "rmsnorm" else 1) for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
-    kernels = 5 + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
+    adds = 1 if dims.parallel_block else 2
+    kernels = 1 + norms + adds + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
     fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
     bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
 

@@ -29,6 +29,9 @@ Generalisations used here (they reduce to Table 2 for GPT-3-style models):
   group and the grouped GEMM saves the gathered input (:mod:`distcalc.analyze.moe_tp`); tokens are spread
   evenly over EP ranks, so each GPU sees k·s·b assignments; shared experts as a dense MLP of width f_s; the
   router's fp32 probabilities ``4·s·b·E``.
+* **Parallel block** (:mod:`distcalc.model.blocks`): the block input 2sbh once and each of its 1 or 2 norm
+  outputs 2sbh once (the QKV and MLP-up GEMMs read the same norm output), instead of norm input + GEMM input
+  for each sub-block (8·sbh); dropout masks as before (one per branch).
 * **Dropout** masks (1 B/element) are stored only when the model's dropout probability is > 0 (Llama-style
   models train without dropout).
 * **Flash attention** never stores the ``a·s²·b`` terms; it saves the fp32 softmax statistics ``4·a·s·b``.
@@ -79,14 +82,18 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     h = dims.hidden
     mask = MASK_BYTES if dims.hidden_dropout else 0.0
     # attention block
-    replicated = tokens * h * (2 * activation_bytes + mask)  # norm input, QKV input, output dropout mask
+    # parallel block (distcalc.model.blocks): the block input once and each norm's output once (shared by QKV
+    # and MLP-up), a dropout mask per branch; sequential: norm input + GEMM input per sub-block
+    norm_and_inputs = (1 + dims.block_norms) if dims.parallel_block else 2
+    replicated = tokens * h * (norm_and_inputs * activation_bytes + mask)  # norm input(s), QKV input, dropout mask
     split = tokens * activation_bytes * (dims.heads * dims.head_dim + dims.kv_heads * dims.head_dim
                                   + dims.kv_heads * dims.v_head_dim + dims.heads * dims.v_head_dim)  # Q, K, V, context
     scores = dims.heads * s_local * s * b * (activation_bytes + (MASK_BYTES + activation_bytes if dims.attention_dropout else 0.0))
     softmax_stats = FP32_BYTES * dims.heads * tokens
     core = np.where(flash, softmax_stats, scores)
     # MLP block
-    replicated = replicated + tokens * h * (2 * activation_bytes + mask)  # norm input, first-linear input, dropout mask
+    mlp_inputs = 0 if dims.parallel_block else 2  # norm input, first-linear input (parallel: counted above)
+    replicated = replicated + tokens * h * (mlp_inputs * activation_bytes + mask)  # + dropout mask
     per_width = (3.0 if dims.gated else 2.0) * activation_bytes  # 6 (gated) or 4 bytes per intermediate element
     dense_mlp = tokens * per_width * dims.ffn
     k = dims.experts_per_token * _as(moe_token_factor)

@@ -68,6 +68,9 @@ class ModelDims:
     final_norm: float
     tied_embeddings: bool  #: output layer shares the input embedding (gradient sync when pp > 1)
     moe_cumulative: np.ndarray  #: moe_cumulative[k] = MoE layers among layers 0..k-1 (length L+1)
+    sliding_window: int = 0  #: attention window w (0: full causal attention; distcalc.model.blocks)
+    parallel_block: bool = False  #: parallel attention + MLP block (one TP sync per pass; distcalc.model.blocks)
+    block_norms: int = 2  #: normalisation layers per transformer layer
 
     @property
     def dense_layers(self) -> int:
@@ -138,6 +141,8 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         embedding=float(embedding_parameters(spec)), position_embedding=float(position_embedding_parameters(spec)),
         lm_head=float(lm_head_parameters(spec)), final_norm=float(norm_parameters(spec)),
         tied_embeddings=spec.tie_word_embeddings, moe_cumulative=np.concatenate([[0], np.cumsum(moe_flags)]),
+        sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
+        block_norms=spec.norms_per_layer,
     )
 
 

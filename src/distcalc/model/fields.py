@@ -33,18 +33,20 @@ INTEGER_FIELDS: dict[str, tuple[int, int]] = {
     **{name: (1, MAX_WIDTH) for name in (
         "hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings", "head_dim",
         "moe_intermediate_size", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-        "v_head_dim", "n_embd", "n_inner", "n_positions")},
+        "v_head_dim", "n_embd", "n_inner", "n_positions", "sliding_window", "ffn_hidden_size")},
     **{name: (1, MAX_COUNT) for name in (
         "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "n_layer", "n_head",
-        "moe_layer_freq", "decoder_sparse_step")},
+        "moe_layer_freq", "decoder_sparse_step", "num_kv_heads")},
     **{name: (0, MAX_COUNT) for name in (
         "num_local_experts", "n_routed_experts", "num_experts", "num_experts_per_tok", "n_shared_experts",
         "first_k_dense_replace")},
     "shared_expert_intermediate_size": (0, MAX_WIDTH),
+    "block_norms": (1, 2),
 }
 BOOLEAN_FIELDS = frozenset({"tie_word_embeddings", "gated_mlp", "attention_qkv_bias", "attention_out_bias",
-                            "mlp_bias", "attention_bias"})
-TEXT_FIELDS = frozenset({"name", "model_type", "hidden_act", "activation_function", "norm_type",
+                            "mlp_bias", "attention_bias", "parallel_attn", "use_parallel_residual",
+                            "new_decoder_architecture", "multi_query", "alibi", "bias"})
+TEXT_FIELDS = frozenset({"name", "model_type", "hidden_act", "activation_function", "activation", "norm_type",
                          "position_embedding", "source"})
 RATE_FIELDS = frozenset({"attention_dropout", "hidden_dropout", "embedding_dropout", "attn_pdrop", "resid_pdrop",
                          "embd_pdrop"})

@@ -1,9 +1,12 @@
 """Import a Hugging Face ``config.json`` into a :class:`ModelSpec`.
 
-Supported families (``model_type``): llama, mistral, mixtral, qwen2, qwen2_moe, gpt2, gpt_neox,
-deepseek_v2, deepseek_v3. Family defaults follow ``transformers`` (``configuration_<family>.py`` defaults
+Supported families (``model_type``): llama, mistral, mixtral, qwen2, qwen2_moe, gpt2, gpt_neox, gptj,
+falcon, deepseek_v2, deepseek_v3. Family defaults follow ``transformers`` (``configuration_<family>.py`` defaults
 and the modelling code): e.g. GPT-2 ties embeddings and uses LayerNorm, biases everywhere and learned
-positions; GPT-NeoX has biases and untied embeddings; Qwen2 has Q/K/V biases only.
+positions; GPT-NeoX has biases and untied embeddings; Qwen2 has Q/K/V biases only. Block layout
+(:mod:`distcalc.model.blocks`): GPT-J is always a parallel block with one norm (``GPTJBlock``), GPT-NeoX
+follows ``use_parallel_residual`` (default True, two norms), Falcon ``parallel_attn`` (default True; one norm,
+two with ``new_decoder_architecture``); Mistral/Mixtral carry ``sliding_window`` (null = none).
 """
 
 from __future__ import annotations
@@ -53,8 +56,14 @@ def _llama(cfg: dict[str, Any], name: str) -> dict[str, Any]:
     return _llama_like(cfg, name)
 
 
-def _mixtral(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+def _mistral(cfg: dict[str, Any], name: str) -> dict[str, Any]:
     fields = _llama_like(cfg, name)
+    fields["sliding_window"] = cfg.get("sliding_window") or None  # Mistral-7B-v0.1: 4096; v0.2+: null
+    return fields
+
+
+def _mixtral(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    fields = _mistral(cfg, name)
     fields["num_local_experts"] = _get(cfg, "num_local_experts", name)
     fields["num_experts_per_tok"] = _get(cfg, "num_experts_per_tok", name)
     return fields
@@ -145,17 +154,68 @@ def _gpt_neox(cfg: dict[str, Any], name: str) -> dict[str, Any]:
         "position_embedding": PositionEmbedding.ROPE,
         "attention_dropout": float(cfg.get("attention_dropout", 0.0) or 0.0),
         "hidden_dropout": float(cfg.get("hidden_dropout", 0.0) or 0.0),
+        "parallel_attn": bool(cfg.get("use_parallel_residual", True)),
+        "block_norms": 2,
     }
+
+
+def _gptj(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    """GPT-J (``GPTJBlock``): GPT-2's names, a parallel block with one ``ln_1``; q/k/v/out without bias,
+    MLP with bias, rotary, untied (its ``lm_head`` bias, V parameters, is not counted)."""
+    fields = _gpt2(cfg, name)
+    fields.update(
+        model_type="gptj",
+        max_position_embeddings=cfg.get("n_positions", 2048),
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
+        attention_qkv_bias=False,
+        attention_out_bias=False,
+        position_embedding=PositionEmbedding.ROPE,
+        attention_dropout=float(cfg.get("attn_pdrop", 0.0) or 0.0),
+        hidden_dropout=float(cfg.get("resid_pdrop", 0.0) or 0.0),
+        embedding_dropout=float(cfg.get("embd_pdrop", 0.0) or 0.0),
+        parallel_attn=True,
+        block_norms=1,
+    )
+    return fields
+
+
+def _falcon(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    """Falcon (``FalconDecoderLayer``): LayerNorm, GeLU MLP of ``ffn_hidden_size`` (default 4h), ``bias`` on
+    every linear, multi-query (``multi_query``) or ``num_kv_heads`` groups with ``new_decoder_architecture``
+    (which also keeps two norms, ``ln_attn`` and ``ln_mlp``), rotary unless ``alibi``, tied by default."""
+    hidden = _get(cfg, "hidden_size", name)
+    heads = _get(cfg, "num_attention_heads", name)
+    new_arch = bool(cfg.get("new_decoder_architecture", False))
+    if new_arch:
+        kv = cfg.get("num_kv_heads") or heads
+    else:
+        kv = 1 if cfg.get("multi_query", True) else heads
+    bias = bool(cfg.get("bias", False))
+    parallel = bool(cfg.get("parallel_attn", True)) or new_arch
+    neox_names = {"intermediate_size": cfg.get("ffn_hidden_size") or 4 * hidden, "attention_bias": bias,
+                  "hidden_act": cfg.get("activation", "gelu"), "use_parallel_residual": parallel}
+    fields = _gpt_neox({**cfg, **neox_names}, name)
+    fields.update(
+        model_type="falcon",
+        num_key_value_heads=kv,
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", True)),
+        mlp_bias=bias,
+        position_embedding=PositionEmbedding.ALIBI if cfg.get("alibi") else PositionEmbedding.ROPE,
+        block_norms=2 if new_arch or not parallel else 1,
+    )
+    return fields
 
 
 FAMILIES: dict[str, Callable[[dict[str, Any], str], dict[str, Any]]] = {
     "llama": _llama,
-    "mistral": _llama,
+    "mistral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
     "qwen2_moe": _qwen2_moe,
     "gpt2": _gpt2,
     "gpt_neox": _gpt_neox,
+    "gptj": _gptj,
+    "falcon": _falcon,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
 }

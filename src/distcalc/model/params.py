@@ -11,8 +11,8 @@ Per layer (weights, plus biases where the family has them):
 * ``attention/out``: ``a·d_v·h`` (+ h bias).
 * ``mlp`` (dense layers): ``m·h·f`` with m = 3 for a gated MLP (gate, up, down), 2 otherwise (+ biases).
 * MoE layers: ``mlp/experts`` = ``E·m·h·f_e``, ``mlp/router`` = ``h·E``, ``mlp/shared`` = ``m·h·f_s``.
-* ``norm``: 2 per layer (+1 final), each 2h (LayerNorm weight+bias) or h (RMSNorm); MLA adds its
-  q/kv compression norms (r_q + r_kv).
+* ``norm``: 2 per layer (1 in a parallel block with a shared norm: GPT-J, PaLM, Falcon-7B), +1 final, each
+  2h (LayerNorm weight+bias) or h (RMSNorm); MLA adds its q/kv compression norms (r_q + r_kv).
 
 Model: ``embedding`` = V·h, ``position_embedding`` = max_positions·h when learned, ``lm_head`` = V·h unless
 tied. For GPT-3 175B this gives 12·L·h²·(1 + 13/(12h)) + (V + s)·h ≈ 174.6e9 (Brown et al. 2020 Table 2.1;
@@ -100,7 +100,7 @@ def attention_parameters(spec: ModelSpec) -> tuple[int, int, int, int]:
 def layer_parameters(spec: ModelSpec, layer: int) -> LayerParameters:
     """Parameters of layer ``layer`` (0-based); MoE or dense per :meth:`ModelSpec.layer_is_moe`."""
     qkv, out, extra_norm, replicated = attention_parameters(spec)
-    norm = 2 * norm_parameters(spec) + extra_norm
+    norm = spec.norms_per_layer * norm_parameters(spec) + extra_norm
     replicated += norm
     if spec.layer_is_moe(layer):
         one_expert, _ = mlp_parameters(spec, spec.expert_intermediate_size)

@@ -88,6 +88,13 @@ class ModelSpec(BaseModel):
     qk_nope_head_dim: int | None = Field(None, gt=0, description="MLA per-head non-rotary q/k width")
     qk_rope_head_dim: int | None = Field(None, gt=0, description="MLA per-head rotary q/k width")
     v_head_dim: int | None = Field(None, gt=0, description="MLA per-head value width")
+    # Block layout (distcalc.model.blocks)
+    parallel_attn: bool = Field(
+        False, validation_alias=AliasChoices("parallel_attn", "use_parallel_residual"),
+        description="parallel block: y = x + attn(norm(x)) + mlp(norm(x)) (GPT-J, PaLM, Falcon, GPT-NeoX)",
+    )
+    block_norms: int | None = Field(None, ge=1, le=2, description="norms per layer; default 1 parallel, 2 sequential")
+    sliding_window: int | None = Field(None, gt=0, description="each query attends to the last w keys (Mistral)")
     source: str = Field("", description="where the numbers come from")
 
     def __init__(self, **data: Any) -> None:
@@ -112,6 +119,15 @@ class ModelSpec(BaseModel):
                 f"model {self.name!r}: num_experts_per_tok({self.num_experts_per_tok}) must be in "
                 f"1..num_local_experts({self.num_local_experts})"
             )
+        if not self.parallel_attn and self.block_norms == 1:
+            raise ConfigError(
+                f"model {self.name!r}: block_norms(1) needs parallel_attn (a sequential block has 2 norms)"
+            )
+        if self.parallel_attn and self.is_moe:
+            raise ConfigError(
+                f"model {self.name!r}: parallel_attn with routed experts is not modelled; valid: a dense "
+                f"parallel block, or a sequential MoE block"
+            )
         if self.is_mla and None in (self.qk_nope_head_dim, self.qk_rope_head_dim, self.v_head_dim):
             raise ConfigError(
                 f"model {self.name!r}: MLA (kv_lora_rank set) needs qk_nope_head_dim, qk_rope_head_dim, v_head_dim"
@@ -127,6 +143,11 @@ class ModelSpec(BaseModel):
     def head_size(self) -> int:
         """Per-head width d of queries/keys/values (MHA/GQA)."""
         return self.head_dim or self.hidden_size // self.num_attention_heads
+
+    @property
+    def norms_per_layer(self) -> int:
+        """Normalisation layers per transformer layer: 2 (sequential), 1 (parallel block with a shared norm)."""
+        return self.block_norms or (1 if self.parallel_attn else 2)
 
     @property
     def is_mla(self) -> bool:
