@@ -137,8 +137,12 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
     expert_gpu = dpb["expert_params_gpu"]
-    opt = lambda params: mb["slowest_gpu_factor"] * (params * o.optimizer_bytes_per_parameter  # noqa: E731
-                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    # the gradient buffer zeroed each step: the whole local one without ZeRO and under ZeRO-1 / Megatron's
+    # distributed optimizer (gradients unsharded), the shard under ZeRO-2/3 and FSDP (gradients sharded)
+    opt = lambda params, grads: mb["slowest_gpu_factor"] * (  # noqa: E731
+        (params * o.optimizer_bytes_per_parameter + grads * o.grad_buffer_zero_bytes_per_parameter)
+        / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
     s = u["seq_len"]
     return {
         "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
@@ -146,8 +150,8 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
-        "opt_replicated": opt(params_gpu),
-        "opt_sharded": opt((params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]),
+        "opt_replicated": opt(params_gpu, params_gpu), "opt_zero1": opt(shard_gpu, params_gpu),
+        "opt_sharded": opt(shard_gpu, shard_gpu),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
@@ -273,7 +277,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     on = u["dp_on"]
     dp_on_link = _dp_sum(_dp_tables(u["t"], on), gz, mf, any_ge2, any_z3)
     dp_exposed = _dp_sum(_dp_tables(u["e"], on, u["z3_backward"]), gz, mf, any_ge2, any_z3)
-    optimizer = gz(np.stack([u["opt_replicated"]] + [u["opt_sharded"]] * 3, axis=1).ravel())
+    optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"]] + [u["opt_sharded"]] * 2, axis=1).ravel())
     embedding_sync = g(u["embedding_sync"])
     step = pipeline + dp_exposed
     step += embedding_sync

@@ -60,9 +60,13 @@ class AnalyzeOptions(BaseModel):
       dense sequence-parallel layers.
     * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
       bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.
-    * ``optimizer_bytes_per_parameter`` 42: HBM traffic of one mixed-precision Adam step per parameter held
+    * ``optimizer_bytes_per_parameter`` 38: HBM traffic of one mixed-precision Adam step per parameter held
       by this rank's optimizer (apex/TE multi-tensor kernels): gradient-norm read 4, Adam read g, p, m, v
-      16 and write p, m, v 12, fp32→16-bit parameter copy 4 + 2, zeroing the fp32 gradient buffer 4.
+      16 and write p, m, v 12, fp32→16-bit parameter copy 4 + 2.
+    * ``grad_buffer_zero_bytes_per_parameter`` 4: Megatron-Core zeroes the WHOLE fp32 ``main_grad`` buffer
+      of every local parameter each step (``DistributedDataParallel.zero_grad_buffer`` →
+      ``_ParamAndGradBuffer.reset`` → ``grad_data.zero_()``), also under the distributed optimizer, whose
+      shard covers only 1/d of it; charged on every parameter the rank holds, not on its optimizer shard.
     * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
@@ -105,7 +109,9 @@ class AnalyzeOptions(BaseModel):
     tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP collective pipelined with its GEMM")
     grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
     param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")
-    optimizer_bytes_per_parameter: float = Field(42.0, ge=0, description="HBM bytes per parameter per step")
+    optimizer_bytes_per_parameter: float = Field(38.0, ge=0, description="HBM bytes per parameter per step")
+    grad_buffer_zero_bytes_per_parameter: float = Field(
+        4.0, ge=0, description="HBM bytes per local parameter to zero the gradient buffer each step")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")

@@ -268,6 +268,11 @@ def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: Arra
     return total
 
 
+#: HBM bytes per logit of Megatron-Core's unfused vocab-parallel cross-entropy (``head_times`` counts them)
+CE_FORWARD_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
+CE_BACKWARD_BYTES_PER_LOGIT = 8 + 6
+
+
 @dataclass(frozen=True)
 class HeadTimes:
     """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch.
@@ -287,8 +292,14 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     V/t × h table in 16 bit, read it and accumulate into the fp32 ``main_grad``: 14 bytes per table
     element, plus reading the T·h output gradient), final norm, logits GEMM ``(1, T, V/t, h)`` with its two
     backward GEMMs (16-bit also under FP8 training: :func:`~distcalc.compute.device.sixteen_bit`), and the
-    vocabulary-parallel cross-entropy in fp32 (unfused PyTorch ops: ~20 bytes per logit forward, ~10
-    backward; Megatron-LM ``tensor_parallel/cross_entropy.py``)."""
+    vocabulary-parallel cross-entropy in fp32, counted op by op from Megatron-Core
+    ``tensor_parallel/cross_entropy.py`` (``VocabParallelCrossEntropy``): forward ``.float()`` of the 16-bit
+    logits (read 2, write 4), ``max`` (read 4), in-place ``-= max`` (4 + 4), in-place ``exp`` (4 + 4),
+    ``sum`` (read 4), in-place ``div_`` by the sum (4 + 4): :data:`CE_FORWARD_BYTES_PER_LOGIT` = 38 bytes in
+    6 logits-sized kernels; backward ``mul_`` of the saved softmax by the output gradient (4 + 4) and the
+    autograd of ``.float()`` casting the fp32 gradient back to 16 bit (4 + 2):
+    :data:`CE_BACKWARD_BYTES_PER_LOGIT` = 14 bytes in 2 kernels (the target gather/scatter touch one logit
+    per token and are left out)."""
     device = sixteen_bit(device)
     tokens = np.multiply(micro_batch, np.divide(seq_len, cp))
     sp = np.asarray(sequence_parallel) != 0
@@ -298,6 +309,6 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     emb_b = elementwise_time_s(tokens * dims.hidden * 2.0 + vocab_t * dims.hidden * 14.0, device, 3)
     f, dg, wg = _gemm_fwd_bwd(1, tokens, vocab_t, dims.hidden, device)
     logits = tokens * vocab_t
-    out_f = f + elementwise_time_s(logits * 20.0 + stream * 4.0, device, 6)
-    out_b = dg + wg + elementwise_time_s(logits * 10.0 + stream * 8.0, device, 3)
+    out_f = f + elementwise_time_s(logits * CE_FORWARD_BYTES_PER_LOGIT + stream * 4.0, device, 7)
+    out_b = dg + wg + elementwise_time_s(logits * CE_BACKWARD_BYTES_PER_LOGIT + stream * 8.0, device, 3)
     return HeadTimes(emb_f, emb_b, out_f, out_b, wg)
