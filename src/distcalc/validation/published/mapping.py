@@ -27,6 +27,12 @@ Rules, column by column:
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
   torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
+  DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
+  16 bit (``grad_reduce_bytes`` 2).
+* Memory options (:func:`distcalc.memory.stack_memory_options`): DeepSpeed ZeRO-1/2 keeps 16-bit gradients
+  (recipe ``mixed-16bit-grads``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager
+  CUDA context; a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's
+  allocator fragmentation (only the reserved and nvidia-smi bases count it).
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from distcalc.analyze import AnalyzeOptions
 from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
+from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
 from distcalc.validation.published.rows import PublishedRun
@@ -69,6 +76,13 @@ NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
     ("800 Gbps per node", "eth-100g", 8),
 )
 
+# CUDA release of a source's software stack, where the source states it or its date bounds it.
+CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
+    # BigScience tr11 (BLOOM model card, "Software": PyTorch 1.11 w/ CUDA 11.5); the 2022-02-21 sweep predates
+    # CUDA 11.7 (May 2022), the first release with lazy module loading, in any case
+    "BLOOM_prequel_sweep_2022-02-21": (11, 5),
+}
+
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
 SCHEDULE_OF_LABEL: dict[str, tuple[str, ...]] = {
     "1F1B": ("1f1b",),
@@ -98,6 +112,7 @@ class RunInputs:
     config: ParallelConfig
     options: AnalyzeOptions
     assumptions: tuple[str, ...] = field(default=())
+    memory_options: MemoryOptions = field(default_factory=MemoryOptions)
 
 
 def _first_valid(enum: type, names: tuple[str, ...], what: str, label: str):
@@ -220,13 +235,27 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
     return config, assumed
 
 
+def deepspeed_zero(run: PublishedRun) -> bool:
+    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
+    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
+
+
+def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
+    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`)."""
+    return stack_memory_options(
+        deepspeed_zero=deepspeed_zero(run), cuda_version=CUDA_OF_SOURCE.get(run.source),
+        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
+
+
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
     overlap = run.dp_comm_overlap is not False
     # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
-    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
-    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16);
+    # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
+    fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
+    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
@@ -255,8 +284,9 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         config, assumed = parallel_config(run)
         validate_for_model(config, spec)
         options = analyze_options(run, config)
+        memory = memory_options(run, config)
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
         raise NotExpressible(str(exc).splitlines()[0]) from exc
-    return RunInputs(spec, cluster, config, options, tuple(assumed))
+    return RunInputs(spec, cluster, config, options, tuple(assumed), memory)
