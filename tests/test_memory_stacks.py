@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distcalc.memory import MemoryBasis, MemoryOptions, Recipe, memory_report, stack_memory_options
+from distcalc.memory import (MemoryBasis, MemoryOptions, Recipe, bytes_per_parameter, memory_report,
+                            stack_memory_options)
 from distcalc.memory.stacks import (
     EAGER_CUDA_CONTEXT_BYTES,
     RECOMPUTE_FRAGMENTATION,
@@ -48,10 +49,11 @@ def test_reserve_reproduces_the_fragmentation_ratio(f):
     assert (reserved - allocated) / reserved == pytest.approx(f, abs=1e-12)
 
 
-def test_deepspeed_zero_keeps_16bit_gradients_unless_its_bf16_optimizer_accumulates_fp32():
+def test_deepspeed_zero_keeps_16bit_gradients_and_its_bf16_optimizer_adds_fp32_ones():
     assert zero_optimizer_recipe(True) is Recipe.MIXED_16BIT_GRADS
-    assert zero_optimizer_recipe(True, fp32_grad_accumulation=True) is Recipe.MIXED
+    assert zero_optimizer_recipe(True, fp32_grad_accumulation=True) is Recipe.DEEPSPEED_BF16
     assert zero_optimizer_recipe(False) is Recipe.MIXED
+    assert [bytes_per_parameter(r)["total"] for r in Recipe] == [18.0, 16.0, 20.0]
 
 
 def test_stack_options_leave_other_fields_and_the_plain_stack_unchanged():
@@ -96,3 +98,24 @@ def test_published_comparison_uses_the_rows_memory_options():
     i = row.inputs
     expected = memory_report(i.spec, i.config, i.cluster.gpu, i.memory_options)
     assert row.predicted_memory_gib * 2**30 == pytest.approx(max(s.total_bytes for s in expected.stages))
+
+
+def test_bloom_preset_has_the_published_parameter_count_less_its_embedding_layernorm():
+    from distcalc.model import load_model
+
+    # huggingface.co/bigscience/bloom: 176,247,271,424 parameters; the preset leaves out the word-embedding
+    # LayerNorm (weight and bias, 2 x 14336), which the model spec does not represent
+    assert load_model("bloom-176b").parameters == 176_247_271_424 - 2 * 14336
+
+
+def test_bloom_as_bigscience_ran_it_is_within_a_sixth_of_the_printed_59_gb():
+    # tr11 chronicles-prequel.md, 02-28: 176B, TP 4, PP 12, DP 8, MBS 2 -> 59GB on nvidia-smi (first node)
+    config = ParallelConfig(gpus=384, tp=4, pp=12, dp=8, zero=1, recompute=Recompute.FULL, micro_batch=2,
+                            global_batch=2048, seq_len=2048, flash_attention=False,
+                            account_for_embedding_and_loss=True)
+    stack = stack_memory_options(deepspeed_zero=True, fp32_grad_accumulation=True, cuda_version=(11, 5),
+                                 irregular_allocations=True)
+    device = memory_report("bloom-176b", config, "a100-80gb", stack).total_bytes / 2**30
+    plain = memory_report("bloom-176b", config, "a100-80gb").total_bytes / 2**30
+    assert device == pytest.approx(52.86, abs=0.01)
+    assert abs(device / 59 - 1) < 0.15 < abs(plain / 59 - 1)

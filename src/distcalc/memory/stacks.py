@@ -12,8 +12,8 @@ software stack implies, each from a published measurement or the stack's own sou
   al. 2020 (ZeRO, Table 1): :attr:`Recipe.MIXED_16BIT_GRADS`. Megatron-LM's own optimizer and its distributed
   optimizer keep fp32 ``main_grad`` buffers instead (:attr:`Recipe.MIXED`, 18 B). DeepSpeed's later
   ``BF16_Optimizer`` (written for BLOOM at the end of February 2022, BigScience tr11 chronicle "Rebalancing
-  layers": "accumulate gradients in fp32 … additional memory usage is 4 bytes x params and it's not sharded")
-  is the :attr:`Recipe.MIXED` case.
+  layers": "accumulate gradients in fp32 … additional memory usage is 4bytes x params and it's not sharded")
+  keeps both the bf16 ``param.grad`` and an unsharded fp32 accumulator: :attr:`Recipe.DEEPSPEED_BF16`, 20 B.
 * **CUDA context** (``cuda_context_bytes``): without lazy module loading the CUDA runtime loads every kernel of
   every library the process links (PyTorch, cuBLAS, cuDNN, NCCL) at context creation. BigScience measured it
   with ``torch.ones(1).cuda()`` and nvidia-smi: 1573 MiB on an A100 40GB (1271 MiB on a V100 32GB), tr11-176B
@@ -60,9 +60,12 @@ def cuda_context_bytes(cuda_version: tuple[int, int] | None, default: int = Memo
 
 
 def zero_optimizer_recipe(deepspeed_zero: bool, fp32_grad_accumulation: bool = False) -> Recipe:
-    """Model-state recipe: DeepSpeed ZeRO-1/2 keeps 16-bit gradients (:attr:`Recipe.MIXED_16BIT_GRADS`)
-    unless its BF16 optimizer accumulates them in fp32; Megatron-LM keeps fp32 ``main_grad`` (:attr:`Recipe.MIXED`)."""
-    return Recipe.MIXED_16BIT_GRADS if deepspeed_zero and not fp32_grad_accumulation else Recipe.MIXED
+    """Model-state recipe: DeepSpeed ZeRO-1/2 keeps 16-bit gradients (:attr:`Recipe.MIXED_16BIT_GRADS`); its
+    BF16 optimizer adds an unsharded fp32 accumulator (:attr:`Recipe.DEEPSPEED_BF16`); Megatron-LM keeps fp32
+    ``main_grad`` (:attr:`Recipe.MIXED`)."""
+    if not deepspeed_zero:
+        return Recipe.MIXED
+    return Recipe.DEEPSPEED_BF16 if fp32_grad_accumulation else Recipe.MIXED_16BIT_GRADS
 
 
 def stack_memory_options(*, deepspeed_zero: bool = False, fp32_grad_accumulation: bool = False,

@@ -33,6 +33,20 @@ Rules, column by column:
   (recipe ``mixed-16bit-grads``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager
   CUDA context; a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's
   allocator fragmentation (only the reserved and nvidia-smi bases count it).
+
+What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
+
+* Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
+  (even and odd stages out of phase) with blocking Send/Recv, which in steady state costs one forward and one
+  backward per micro-batch like Megatron's 1F1B, and it partitions the boundary activation over the TP group
+  (``is_pipe_partitioned``), as Megatron's scatter/gather: the Megatron pipeline terms apply unchanged.
+* Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
+  (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
+  119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
+  these A100 layers, not the pipeline, Omni-Path or ZeRO-1, is what is off. Those runs printed iteration 2 and
+  ran with ``CUDA_LAUNCH_BLOCKING=1`` at 40+ nodes (the chronicle measured no effect of it at that scale).
+* Its memory is still ~15 % under on the nvidia-smi basis after the stack's recipe, context and fragmentation;
+  BLOOM's embedding LayerNorm (its input kept per in-flight micro-batch on stage 0) is not in the model spec.
 """
 
 from __future__ import annotations
