@@ -119,3 +119,11 @@ def test_bloom_as_bigscience_ran_it_is_within_a_sixth_of_the_printed_59_gb():
     plain = memory_report("bloom-176b", config, "a100-80gb").total_bytes / 2**30
     assert device == pytest.approx(52.86, abs=0.01)
     assert abs(device / 59 - 1) < 0.15 < abs(plain / 59 - 1)
+
+
+def test_flagperf_rows_keep_megatrons_default_dropout_like_its_other_defaults():
+    # pretrain_llama3.sh passes no --hidden-dropout / --attention-dropout: Megatron's 0.1 defaults run
+    spec = run_inputs(RUNS["flagperf_l3_8b_a800_pp2dp4tp1"]).spec
+    assert spec.hidden_dropout == 0.1 and spec.attention_dropout == 0.1 and spec.mlp_bias
+    bloom = run_inputs(RUNS[BLOOM]).spec  # the row states no dropout and is not a Megatron-defaults script
+    assert bloom.hidden_dropout == 0.0 and bloom.attention_dropout == 0.0

@@ -9,7 +9,9 @@ Rules, column by column:
 * Model: the row's own sizes (hidden, layers, heads, KV heads, head width, FFN, vocab). ``gated_mlp`` true →
   SwiGLU with RMSNorm and no biases (Llama family); false → GELU MLP with LayerNorm and biases (GPT-2/3,
   Megatron GPT, BLOOM). FlagPerf's Megatron script keeps Megatron's defaults (``assumptions`` column: learned
-  positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases.
+  positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases —
+  and dropout: the same script (``training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh``) passes no
+  ``--hidden-dropout``/``--attention-dropout`` either, so Megatron's defaults (0.1 each, ``arguments.py``) run.
   ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
   parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
 * Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
@@ -171,8 +173,9 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
 def model_spec(run: PublishedRun) -> ModelSpec:
     """The row's model (see the module docstring for the rules)."""
     gpt_style = not run.gated_mlp
-    biases = gpt_style or "biased linears" in run.assumptions
-    dropout = 0.1 if run.dropout else 0.0
+    megatron_defaults = "biased linears" in run.assumptions  # a script that keeps Megatron's argument defaults
+    biases = gpt_style or megatron_defaults
+    dropout = 0.1 if run.dropout or megatron_defaults else 0.0
     fields: dict[str, object] = dict(
         name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
         num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
