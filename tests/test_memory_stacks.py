@@ -127,3 +127,22 @@ def test_flagperf_rows_keep_megatrons_default_dropout_like_its_other_defaults():
     assert spec.hidden_dropout == 0.1 and spec.attention_dropout == 0.1 and spec.mlp_bias
     bloom = run_inputs(RUNS[BLOOM]).spec  # the row states no dropout and is not a Megatron-defaults script
     assert bloom.hidden_dropout == 0.0 and bloom.attention_dropout == 0.0
+
+
+def test_cli_takes_the_stack_numbers_as_options():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["memory", "--model", "bloom-176b", "--gpu", "a100-80gb", "--gpus", "384", "--tp", "4", "--pp", "12",
+            "--dp", "8", "--micro-batch", "2", "--global-batch", "2048", "--seq-len", "2048", "--recompute", "full",
+            "--zero", "1", "--no-flash-attention", "--account-for-embedding-and-loss", "--recipe", "deepspeed-bf16",
+            "--cuda-context", "1573MiB", "--allocator-reserve", "0.1765", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    memory = json.loads(result.stdout)["memory"]
+    assert memory["bytes_per_parameter"]["gradients"] == 6 and memory["bytes_per_parameter"]["total"] == 20
+    assert memory["cuda_context_bytes"] == EAGER_CUDA_CONTEXT_BYTES
+    assert memory["total_bytes"] / 2**30 == pytest.approx(52.86, abs=0.01)
