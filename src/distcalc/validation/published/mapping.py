@@ -40,8 +40,9 @@ What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, 
 
 * Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
   (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
-  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it partitions the boundary activation over the TP group
-  (``is_pipe_partitioned``), as Megatron's scatter/gather: the Megatron pipeline terms apply unchanged.
+  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it
+  partitions the boundary activation over the TP group (``is_pipe_partitioned``), as Megatron's
+  scatter/gather: the Megatron pipeline terms apply unchanged.
 * Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
   (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
   119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
