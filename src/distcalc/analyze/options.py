@@ -46,6 +46,14 @@ class AnalyzeOptions(BaseModel):
     * ``optimizer_bytes_per_parameter`` 42: HBM traffic of one mixed-precision Adam step per parameter held
       by this rank's optimizer (apex/TE multi-tensor kernels): gradient-norm read 4, Adam read g, p, m, v
       16 and write p, m, v 12, fp32→16-bit parameter copy 4 + 2, zeroing the fp32 gradient buffer 4.
+    * ``allreduce_sharded_gradients`` False: with the optimizer states partitioned (ZeRO-1 / distributed
+      optimizer), the gradients are reduce-scattered. True describes DeepSpeed's ``BF16_Optimizer``
+      (``deepspeed/runtime/bf16_optimizer.py``: ``get_grads_for_reduction`` hands the engine its full fp32
+      accumulators to all-reduce, then it all-gathers the updated bf16 parameters): AllReduce + AllGather.
+    * ``grad_accumulation_bytes_per_parameter`` 0: HBM bytes per parameter and micro-batch that an optimizer
+      moves outside the backward kernels. DeepSpeed's ``BF16_Optimizer`` adds every micro-batch's bf16
+      gradients into its fp32 accumulators (``update_hp_grads``: read 2 + read 4 + write 4 = 10 B); counted in
+      ``optimizer_s``, m times per step, at the optimizer step's bandwidth.
     * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
@@ -82,6 +90,10 @@ class AnalyzeOptions(BaseModel):
     grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
     param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")
     optimizer_bytes_per_parameter: float = Field(42.0, ge=0, description="HBM bytes per parameter per step")
+    allreduce_sharded_gradients: bool = Field(False, description="all-reduce gradients although the optimizer "
+                                              "is sharded (DeepSpeed BF16_Optimizer)")
+    grad_accumulation_bytes_per_parameter: float = Field(0.0, ge=0, description="HBM bytes per parameter per "
+                                                         "micro-batch for gradient accumulation outside backward")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")

@@ -30,11 +30,16 @@ Rules, column by column:
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
   torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
-  16 bit (``grad_reduce_bytes`` 2).
+  16 bit (``grad_reduce_bytes`` 2). Megatron-DeepSpeed in bf16 with ZeRO 0 runs DeepSpeed's ``BF16_Optimizer``
+  ("ZERO_STAGE=0 # important: bf16 must use z0! it implements its own zero stage 1 equivalent", BigScience
+  tr11-176B-ml.slurm): optimizer states partitioned over DP (``zero`` 1), fp32 gradients all-reduced
+  (``allreduce_sharded_gradients``) and accumulated into fp32 after every micro-batch
+  (:data:`BF16_OPTIMIZER_ACCUMULATION_BYTES`).
 * Memory options (:func:`distcalc.memory.stack_memory_options`): DeepSpeed ZeRO-1/2 keeps 16-bit gradients
-  (recipe ``mixed-16bit-grads``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager
-  CUDA context; a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's
-  allocator fragmentation (only the reserved and nvidia-smi bases count it).
+  (recipe ``mixed-16bit-grads``), its BF16 optimizer bf16 gradients plus fp32 accumulators
+  (``deepspeed-bf16``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager CUDA context;
+  a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
+  fragmentation (only the reserved and nvidia-smi bases count it).
 
 What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
 
@@ -243,7 +248,8 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
         assumed.append(f"embedding and loss take a layer slot each ({run.layers} layers on pp*vpp = {chunks})")
     config = ParallelConfig(
         gpus=run.gpus, tp=run.tp, pp=run.pp, dp=run.dp, cp=run.cp, ep=run.ep, vpp=run.vpp or 1,
-        zero=3 if run.fsdp else (run.zero_stage if not run.distributed_optimizer else 0),
+        zero=3 if run.fsdp else 1 if deepspeed_bf16_optimizer(run) else (
+            run.zero_stage if not run.distributed_optimizer else 0),
         distributed_optimizer=bool(run.distributed_optimizer) and not run.fsdp,
         sequence_parallel=bool(run.sequence_parallel) and run.tp > 1, recompute=recompute,
         micro_batch=run.micro_batch, global_batch=run.global_batch, seq_len=run.seq_len, schedule=schedule,
@@ -253,15 +259,28 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
     return config, assumed
 
 
+#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
+#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
+BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
+
+
 def deepspeed_zero(run: PublishedRun) -> bool:
     """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
     return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
 
 
+def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
+    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
+    wraps a bf16 model without ZeRO in it)."""
+    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
+
+
 def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
     """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`)."""
+    bf16_optimizer = deepspeed_bf16_optimizer(run)
     return stack_memory_options(
-        deepspeed_zero=deepspeed_zero(run), cuda_version=CUDA_OF_SOURCE.get(run.source),
+        deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
+        cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
 
 
@@ -274,13 +293,15 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
     fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
     reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
+    bf16_optimizer = deepspeed_bf16_optimizer(run)
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
-        grad_reduce_bytes=reduce_bytes,
+        grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
+        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
         elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
