@@ -372,6 +372,8 @@ def _training(b: _Builder, memory: bool) -> None:
     b.maybe("--inter-bandwidth", RATE, 6)
     b.maybe("--intra-latency", TIME, 6)
     b.maybe("--gpus-per-node", DEGREE, 8)
+    b.maybe("--cp-algorithm", ok("ring", "ulysses", "all-gather") + bad("star"), 6)
+    b.maybe("--attention-kernel", ok("fused", "flash2") + bad("flash9"), 6)
     if b.choose([True, False, False, False]):
         b.add_file("--calibration", b.calibration_file)
     if b.choose([True, False, False, False]):

@@ -5,8 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distcalc.analyze import AnalyzeOptions, analyze
-from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN, fsdp_exposure
+from distcalc.analyze import AnalyzeOptions, FsdpSharding, analyze
+from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN, fsdp_copy_s, fsdp_exposure
+from distcalc.compute import load_device
+from distcalc.model import load_model
 from distcalc.cluster import load_cluster
 from distcalc.parallel import ParallelConfig
 from distcalc.placement import place_groups
@@ -106,3 +108,28 @@ def test_last_gradient_bucket_and_first_parameter_bucket_stay_exposed():
                 + effective_time_s(Comm.ALL_GATHER, bucket * 2, dp)[0])
     assert report.time_breakdown["dp_exposed_s"] == pytest.approx(float(expected), rel=1e-9)
     assert report.time_breakdown["dp_exposed_s"] < report.time_breakdown["dp_on_link_s"]
+
+
+def test_fsdp2_copies_count_gathered_and_reduced_bytes():
+    """FSDP2's copy-out reads and writes every gathered parameter (forward: all units and the root;
+    backward: the U - 1 re-gathered blocks); its copy-in reads the bf16 gradient and writes the reduce dtype."""
+    forward, backward = fsdp_copy_s(32, 1e6, 3e6, 2, 4, 1e12, 0.0)
+    assert forward == pytest.approx((32e6 + 3e6) * 4 / 1e12)
+    assert backward == pytest.approx((31e6 * 4 + 35e6 * 6) / 1e12)
+    f1, b1 = fsdp_copy_s(32, 1e6, 3e6, 2, 4, 1e12, 1e-6)
+    assert f1 - forward == pytest.approx(33e-6) and b1 - backward == pytest.approx(64e-6)
+
+
+def test_per_parameter_sharding_adds_the_copies_to_zero3_only():
+    config = ParallelConfig(gpus=64, dp=64, zero=3, micro_batch=1, global_batch=64, seq_len=8192)
+    flat = analyze("llama3-8b", "dgx-a100", config)
+    fsdp2 = analyze("llama3-8b", "dgx-a100", config, AnalyzeOptions(fsdp_sharding=FsdpSharding.PER_PARAMETER))
+    params = load_model("llama3-8b").parameters  # tp = pp = 1: every parameter passes through this rank
+    device = load_device("a100-80gb")
+    # every parameter copied out twice (bar the last block and the root in backward) and copied in once
+    lower = params * (2 * 2 + 2 + 4) / device.memory_bandwidth_bytes_per_s
+    upper = params * (2 * 2 * 2 + 2 + 4) / device.memory_bandwidth_bytes_per_s
+    assert lower < fsdp2.step_time_s - flat.step_time_s < upper * 1.1
+    zero1 = config.model_copy(update={"zero": 1})
+    assert (analyze("llama3-8b", "dgx-a100", zero1, AnalyzeOptions(fsdp_sharding=FsdpSharding.PER_PARAMETER)).step_time_s
+            == analyze("llama3-8b", "dgx-a100", zero1).step_time_s)

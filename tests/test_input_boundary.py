@@ -247,7 +247,7 @@ def test_numeric_options_are_range_checked_up_front(args, needles):
 
 @pytest.mark.parametrize("args, needle", [
     (["simulate", "all-reduce", "--gpus", "4096"], "transfers"),
-    (["simulate", "all-to-all", "--gpus", "1024"], "executed buffers"),
+    (["simulate", "all-gather", "--gpus", "2048", "--elements", "4096"], "executed buffers"),
 ])
 def test_simulations_that_cannot_fit_are_refused_before_allocating(args, needle):
     refused(args, needle, "budget", budget_s=60.0)

@@ -31,7 +31,7 @@ def _brute_force(spec: ModelSpec, gpus: int, seq_len: int, global_batch: int, no
                if gpus % (tp * cp * pp) == 0]
     for (tp, cp, pp, ep), vpp, sched, mb, zero, rec, sp in itertools.product(
             degrees, vpps, [Schedule(name) for name in schedules], divisors(global_batch).tolist(),
-            range(4), Recompute, (False, True)):
+            range(4), [Recompute(r) for r in RECOMPUTE_CHOICES], (False, True)):
         dp = gpus // (tp * cp * pp)
         if min(node, gpus) % tp:
             continue  # search-only: group does not fit

@@ -1,6 +1,7 @@
-"""Golden test: NCCL tuning model vs measured nccl-tests all-reduce busbw on one 8-GPU node (Azure A100 / H100 /
-H200). The issue's target (every size within 10 %, geomean <= 5 % per series) is NOT met by NCCL's own tuning
-constants; these tolerances pin what the model achieves today so a regression (or an improvement) shows."""
+"""Golden test: distcalc's NCCL model vs measured nccl-tests all-reduce busbw on one 8-GPU node (Azure A100 / H100 /
+H200). The issue's target (every size within 10 %, geomean <= 5 % per series) is met on H200 (NVLS executed as its
+kernel runs, NCCL 2.20.5), nearly on H100 (2.18.5) and not on A100 (NCCL's tuning model, nccl-tests -g 8); these
+tolerances pin what the model achieves today so a regression (or an improvement) shows."""
 
 from __future__ import annotations
 
@@ -23,15 +24,16 @@ def test_every_row_is_priced_and_large_messages_are_within_10_percent():
     assert len(ROWS) == 72 and len(CASE_SETS["nccl"]()) == 72
     for row in ROWS:
         error = row["predicted_GBps"] / row["measured_GBps"] - 1
-        if row["size_bytes"] >= 256 << 20:  # bandwidth-bound: NCCL's graph bandwidth is the physics
+        if row["size_bytes"] >= 256 << 20 or row["vm"] == "ND_H200_v5":  # H200: every size
             assert abs(error) <= 0.10, row
-        assert error > -0.10, row  # NCCL's model is never pessimistic by more than 10 % here
+        if row["vm"] == "ND_H100_v5":  # 1-8 KiB -12..-15 %, 64 KiB +14 %, 8-16 MiB +12 %
+            assert abs(error) <= 0.15, row
 
 
 @pytest.mark.parametrize("vm, algorithm, protocol, busbw, tolerance", [
     ("ND_A100_v4", "ring", "Simple", 231.58, 0.04),   # 12 channels x 20 GB/s = 240 GB/s bus (+3.5 %)
-    ("ND_H100_v5", "nvls", "Simple", 478.87, 0.03),   # 8 x 40 GB/s x 5/6 x 1.75 = 466.7 GB/s (-2.6 %)
-    ("ND_H200_v5", "nvls", "Simple", 479.98, 0.03),
+    ("ND_H100_v5", "nvls", "Simple", 478.87, 0.01),   # maintainer's peak algbw 275 GB/s x 1.75 = 481 GB/s
+    ("ND_H200_v5", "nvls", "Simple", 479.98, 0.01),
 ])
 def test_8gib_golden(vm, algorithm, protocol, busbw, tolerance):
     row = next(r for r in ROWS if r["vm"] == vm and r["label"] == "8G")
@@ -40,11 +42,12 @@ def test_8gib_golden(vm, algorithm, protocol, busbw, tolerance):
 
 
 def test_geomean_error_per_series_as_reported():
-    # Issue target: <= 0.05. Today (NCCL's constants, no fit): A100 0.372, H100 0.297, H200 0.232.
+    # Issue target: <= 0.05. Tuner time alone: A100 0.372, H100 0.297, H200 0.232; NVLS as executed
+    # (nccl_nvls): H100 0.056, H200 0.027; A100 (Ring, NCCL's tuner) unchanged.
     geomean = geomean_abs_error(ROWS)
     assert geomean["ND_A100_v4"] == pytest.approx(0.372, abs=0.01)
-    assert geomean["ND_H100_v5"] == pytest.approx(0.297, abs=0.01)
-    assert geomean["ND_H200_v5"] == pytest.approx(0.232, abs=0.01)
+    assert geomean["ND_H100_v5"] == pytest.approx(0.056, abs=0.005)
+    assert geomean["ND_H200_v5"] == pytest.approx(0.027, abs=0.005)
 
 
 def test_validate_cli_runs_the_set():

@@ -7,6 +7,7 @@ import json
 import pytest
 from typer.testing import CliRunner
 
+from distcalc.analyze import AttentionKernel, ElementwiseKernels, FsdpSharding
 from distcalc.cli import app
 from distcalc.memory import MemoryBasis, memory_report
 from distcalc.parallel import ParallelConfig, Recompute
@@ -45,7 +46,7 @@ def test_zero_bubble_rows_keep_their_schedule_and_stage_split():
 def test_fsdp_rows_are_zero3_and_megatron_rows_use_the_distributed_optimizer():
     fsdp = run_inputs(RUNS["torchtitan_a100_fsdp2_8b_l3_64g_selectiveop"])
     assert fsdp.config.zero == 3 and not fsdp.config.distributed_optimizer
-    assert fsdp.config.recompute is Recompute.SELECTIVE
+    assert fsdp.config.recompute is Recompute.SELECTIVE_OP  # "op-level selective AC": torchtitan's op SAC
     megatron = run_inputs(RUNS["nara21_1p7b"])
     assert megatron.config.zero == 0 and megatron.config.recompute is Recompute.FULL
     assert megatron.spec.norm_type.value == "layernorm" and megatron.spec.attention_qkv_bias
@@ -130,3 +131,17 @@ def test_mixtral_style_moe_detail_reads_experts_and_top_k():
     assert spec.parameters == pytest.approx(46.70e9, rel=1e-3)  # Mixtral 8x7B's published 46.7B
     with pytest.raises(NotExpressible, match="moe_detail not understood"):
         _moe_fields("a mixture of experts", 14336)
+
+
+def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
+    """torchtitan (no compile, plain rmsnorm) and the IBM FSDP blog's fms-fsdp runs (before its torch.compile
+    follow-up) price RMSNorm/SwiGLU/RoPE as eager ops and attention as SDPA's FlashAttention-2 (flash2); FSDP2 rows copy
+    per parameter, FSDP1 rows do not; Megatron rows keep fused kernels."""
+    ibm = run_inputs(RUNS["ibmfsdp_7b_h100_96g"]).options
+    titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).options
+    megatron = run_inputs(RUNS["nara21_1p7b"]).options
+    assert ibm.elementwise_kernels is titan.elementwise_kernels is ElementwiseKernels.EAGER
+    assert megatron.elementwise_kernels is ElementwiseKernels.FUSED
+    assert ibm.attention_kernel is titan.attention_kernel is AttentionKernel.FLASH2
+    assert megatron.attention_kernel is AttentionKernel.FUSED
+    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT)

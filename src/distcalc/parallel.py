@@ -25,15 +25,18 @@ if TYPE_CHECKING:
 
 
 class Recompute(str, Enum):
-    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer)."""
+    """Activation recomputation (Korthikanti et al. 2022 §5): none, selective (attention core), full (per layer);
+    selective-op: torchtitan's op-level selective checkpointing (every second linear projection of a block and
+    all its elementwise ops recomputed; :mod:`distcalc.op_checkpoint`)."""
 
     NONE = "none"
     SELECTIVE = "selective"
     FULL = "full"
+    SELECTIVE_OP = "selective-op"
 
     @property
     def code(self) -> int:
-        """Integer code for vectorised formulas: none 0, selective 1, full 2."""
+        """Integer code for vectorised formulas: none 0, selective 1, full 2, selective-op 3."""
         return _RECOMPUTE_CODES[self]
 
 
@@ -58,12 +61,12 @@ class Schedule(str, Enum):
         return _SCHEDULE_CODES[self]
 
 
-RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL = 0, 1, 2
+RECOMPUTE_NONE, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL, RECOMPUTE_SELECTIVE_OP = 0, 1, 2, 3
 SCHEDULE_GPIPE, SCHEDULE_1F1B, SCHEDULE_INTERLEAVED, SCHEDULE_ZERO_BUBBLE = 0, 1, 2, 3
 #: Schedules executed by :mod:`distcalc.schedules` (codes >= SCHEDULE_ZB_H2; the four above keep closed forms;
 #: zb-h1 is ZB-H1 executed, zero-bubble the same schedule by its closed form).
 SCHEDULE_ZB_H2, SCHEDULE_ZB_V, SCHEDULE_DUALPIPE, SCHEDULE_DUALPIPEV, SCHEDULE_ZB_H1 = 4, 5, 6, 7, 8
-_RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2}
+_RECOMPUTE_CODES = {Recompute.NONE: 0, Recompute.SELECTIVE: 1, Recompute.FULL: 2, Recompute.SELECTIVE_OP: 3}
 _SCHEDULE_CODES = {Schedule.GPIPE: 0, Schedule.ONE_F_ONE_B: 1, Schedule.INTERLEAVED: 2, Schedule.ZERO_BUBBLE: 3,
                    Schedule.ZB_H1: 8, Schedule.ZB_H2: 4, Schedule.ZB_V: 5, Schedule.DUALPIPE: 6,
                    Schedule.DUALPIPEV: 7}

@@ -257,19 +257,26 @@ def dp_gradient_messages(parameters_per_gpu: ArrayLike, dp: ArrayLike, zero: Arr
 
 def cp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, kv_hidden: ArrayLike, q_hidden: ArrayLike,
                       bytes_per_element: ArrayLike, tp: ArrayLike, cp: ArrayLike,
-                      ulysses: ArrayLike = 0, recompute: ArrayLike = 0) -> list[Message]:
+                      ulysses: ArrayLike = 0, recompute: ArrayLike = 0, allgather: ArrayLike = 0) -> list[Message]:
     """Context-parallel messages of ONE attention layer for ONE micro-batch, per rank.
 
     Ring attention (``ulysses == 0``): forward ``cp−1`` Send/Recv of the local K,V block
     (``2·b·(s/cp)·h_kv·e/t``); backward ``cp−1`` of K,V and ``cp−1`` of dK,dV. Ulysses (``ulysses == 1``):
     AllToAll of Q (``b·(s/cp)·h_q·e/t``), K and V (``h_kv`` each) and the output (``h_q``) forward, the same
-    four backward. ``h_kv`` = kv_heads × head_dim. Full recompute repeats the forward messages.
+    four backward. All-gather (``allgather == 1``; Llama 3's CP, Dubey et al. 2024 §3.3.2, TransformerEngine
+    ``AttnFuncWithCPAndKVAllGather``, Megatron ``--cp-comm-type all_gather``): AllGather of K and V over the
+    whole sequence (``2·b·s·h_kv·e/t`` gathered) before the forward attention, again in the backward pass
+    (TE re-gathers instead of keeping the full K,V), and a ReduceScatter of dK,dV; none of them overlapped
+    ("KV all-gather between CP ranks is exposed"). ``h_kv`` = kv_heads × head_dim. Full recompute repeats the
+    forward messages.
     """
     on = _present(cp)
     tokens = np.divide(np.multiply(micro_batch, seq_len), cp)
     kv_block = np.divide(2 * tokens * np.multiply(kv_hidden, bytes_per_element), tp)
     uly = np.where(np.asarray(ulysses) != 0, 1.0, 0.0)
-    ring = 1.0 - uly
+    ag = np.where((np.asarray(allgather) != 0) & (uly == 0), 1.0, 0.0)
+    ring = 1.0 - uly - ag
+    kv_full = np.multiply(kv_block, cp)  # K and V of the whole sequence, as gathered
     steps = np.maximum(np.subtract(cp, 1), 0)
     q_block = np.divide(tokens * np.multiply(q_hidden, bytes_per_element), tp)
     kv_one = np.divide(tokens * np.multiply(kv_hidden, bytes_per_element), tp)
@@ -285,6 +292,10 @@ def cp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, kv_hidden: Arr
         Message(Dim.CP, Comm.ALL_TO_ALL, kv_one, 2 * on * uly, Phase.BACKWARD, note="Ulysses dK, dV"),
         Message(Dim.CP, Comm.ALL_TO_ALL, q_block, 2 * on * uly * full, Phase.RECOMPUTE, note="recompute"),
         Message(Dim.CP, Comm.ALL_TO_ALL, kv_one, 2 * on * uly * full, Phase.RECOMPUTE, note="recompute"),
+        Message(Dim.CP, Comm.ALL_GATHER, kv_full, on * ag, Phase.FORWARD, note="all-gather K,V"),
+        Message(Dim.CP, Comm.ALL_GATHER, kv_full, on * ag, Phase.BACKWARD, note="re-gather K,V"),
+        Message(Dim.CP, Comm.REDUCE_SCATTER, kv_full, on * ag, Phase.BACKWARD, note="reduce-scatter dK,dV"),
+        Message(Dim.CP, Comm.ALL_GATHER, kv_full, on * ag * full, Phase.RECOMPUTE, note="recompute"),
     ]
 
 

@@ -8,8 +8,9 @@ MFU and HFU.
 
 from __future__ import annotations
 
-from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, ElementwiseKernels
+from distcalc.analyze.options import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
+                                      FsdpSharding)
 from distcalc.analyze.report import BREAKDOWN_KEYS, StepReport, analyze, config_batch, evaluate_batch
 
-__all__ = ["AnalyzeOptions", "BREAKDOWN_KEYS", "ContextParallelAlgorithm", "ElementwiseKernels", "StepReport", "analyze", "config_batch",
+__all__ = ["AnalyzeOptions", "AttentionKernel", "BREAKDOWN_KEYS", "ContextParallelAlgorithm", "ElementwiseKernels", "FsdpSharding", "StepReport", "analyze", "config_batch",
            "evaluate_batch"]

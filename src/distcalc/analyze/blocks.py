@@ -18,9 +18,12 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
-from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
+from distcalc.analyze.moe_tp import moe_tp_messages
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
+from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
 from distcalc.parallel import stage_layer_split
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -119,20 +122,27 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
     sp, rc, flash = c["sequence_parallel"], c["recompute"], c["flash_attention"]
     shape = tp.shape
+    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
+    allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
+    split = CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_RING
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
-                ep=ep)
+                ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
-    moe = layer_times(d, device, **args, moe=True) if d.moe_layers else None
+    moe = layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o)) if d.moe_layers else None
     frac = d.moe_layers / d.layers
     slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
     out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h = d.hidden
-    ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
-    msgs = (tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc)
-            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, o.moe_capacity_factor, cp, rc)
+    tp_msgs = tp_layer_messages(b, s, h, ACT_BYTES, tp, sp, rc, cp)
+    if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
+        tp_msgs = moe_tp_messages(tp_msgs, b, s, h, ACT_BYTES, tp, sp, rc, cp, max(d.top_k, 1),
+                                  moe_slot_factor(o), frac, d.shared_ffn > 0)
+    msgs = (tp_msgs
+            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, ACT_BYTES, tp, cp, ulysses, rc,
+                                allgather)
+            + (ep_layer_messages(b, s, h, ACT_BYTES, tp, ep, max(d.top_k, 1), sp, moe_slot_factor(o), cp, rc)
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, ACT_BYTES, tp, sp, cp)
     priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists
@@ -151,14 +161,13 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     attn = out["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
-    # excess is exposed and the overlapped attention runs overlap_compute_slowdown slower (analyze.fsdp)
+    # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
     ring_b = total(cp_e, lambda x: x.overlappable and x.phase != Phase.FORWARD)
-    kappa = o.overlap_compute_slowdown
-    cp_f = (np.maximum(ring_f - attn, 0.0) + kappa * np.minimum(ring_f, attn)
-            + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD))
-    cp_all = (cp_f + np.maximum(ring_b - 2.0 * attn, 0.0) + kappa * np.minimum(ring_b, 2.0 * attn)
-              + total(cp_e, lambda x: crit(x) and x.phase != Phase.FORWARD))
+    kappa = ring_slowdown(cp, keys[Dim.CP].stride, device, cluster, o.overlap_compute_slowdown)
+    ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
+    cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
+    cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
@@ -188,23 +197,53 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, fi
     """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding or head;
     with ``split`` (embedding and loss in the pipeline split) a middle stage's one more layer may be larger;
     with uneven ends (``first``/``last``) the larger end."""
+    dense, expert = stage_parameter_split(d, tp, pp, ep, split, first, last)
+    return dense + expert
+
+
+def stage_parameter_split(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, first: Any = 0,
+                          last: Any = 0) -> tuple[Any, Any]:
+    """(non-expert, routed-expert) parameters per GPU of the stage :func:`stage_parameters` picks: the
+    experts' share is that stage's layers × the mean routed-expert parameters of a layer / (t·ep)."""
     expert = d.expert_parameters_per_layer
-    per_layer = (d.parameters_per_layer - expert) / tp + expert / (tp * ep)
+    per_expert = expert / (np.asarray(tp, dtype=float) * ep)
+    per_layer = (d.parameters_per_layer - expert) / tp + per_expert
     lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, split, first, last)
-    end = np.maximum(lps_first, lps_last) * per_layer + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
-    return np.maximum(end, np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0))
+    end_layers = np.maximum(lps_first, lps_last)
+    end = end_layers * per_layer + max(d.embedding_parameters, d.lm_head_parameters) / np.asarray(tp, dtype=float)
+    mid = np.where(np.asarray(pp) >= 3, lps_mid * per_layer, 0.0)
+    total_params = np.maximum(end, mid)
+    expert_params = np.where(mid > end, lps_mid, end_layers) * per_expert
+    return total_params - expert_params, expert_params
 
 
-def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
-    """One FSDP unit's AllGather and ReduceScatter (a transformer block on this rank: its parameters after
-    TP and EP division) and the root unit's (embedding + output layer with one stage, the larger of the two
-    on a pipeline's end stages); :mod:`distcalc.analyze.fsdp` prices their overlap."""
+def expert_dp_key(keys: dict[Dim, GroupKey], ep: Any) -> GroupKey:
+    """The expert-data-parallel group (Megatron-Core ``expert_data_parallel_group``, expert TP = TP): the
+    ``dp·cp/ep`` ranks of the DP group that hold the same experts, at ``ep`` × the DP stride (the EP group is
+    the inner, contiguous part of the DP group: :func:`distcalc.analyze.comm.group_keys`)."""
+    dp = keys[Dim.DP]
+    ep = np.asarray(ep, dtype=np.int64)
+    size = np.maximum(np.asarray(dp.size, dtype=np.int64) // np.maximum(ep, 1), 1)
+    return GroupKey(size, np.asarray(dp.stride, dtype=np.int64) * ep)
+
+
+def fsdp_unit_parameters(d: ModelDims, c: dict[str, np.ndarray], ones: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(block, root) parameters of one FSDP unit on this rank: a transformer block after TP and EP division,
+    and the root unit (embedding + output layer with one stage, the larger of the two on a pipeline's end
+    stages)."""
     tp = np.asarray(c["tp"], dtype=float)
     expert = d.expert_parameters_per_layer
     layer = ((d.parameters_per_layer - expert) / tp + expert / (tp * np.asarray(c["ep"], dtype=float))) * ones
     head = 0 if d.tied_embeddings else d.lm_head_parameters
     root = np.where(np.asarray(c["pp"]) > 1, max(d.embedding_parameters, d.lm_head_parameters),
                     d.embedding_parameters + head) / tp * ones
+    return layer, root
+
+
+def fsdp_unit_messages(d: ModelDims, c: dict[str, np.ndarray], o: AnalyzeOptions, ones: np.ndarray) -> list[Message]:
+    """One FSDP unit's AllGather and ReduceScatter and the root unit's (:func:`fsdp_unit_parameters`);
+    :mod:`distcalc.analyze.fsdp` prices their overlap."""
+    layer, root = fsdp_unit_parameters(d, c, ones)
     return [Message(Dim.DP, Comm.ALL_GATHER, layer * o.param_gather_bytes, ones, Phase.FORWARD, True,
                     "FSDP unit AllGather (one block)"),
             Message(Dim.DP, Comm.REDUCE_SCATTER, layer * o.grad_reduce_bytes, ones, Phase.BACKWARD, True,
@@ -235,13 +274,19 @@ def bucket_messages(params: np.ndarray, dp_size: np.ndarray, o: AnalyzeOptions, 
 
 def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
              memo: dict | None = None) -> dict[str, Any]:
-    """One instance of each DP message (counts are applied by the caller) and the tied-embedding sync."""
+    """One instance of each DP message and the tied-embedding sync. Routed-expert gradients and parameters
+    go over the expert-data-parallel group (:func:`expert_dp_key`) in their own collectives (Megatron-Core
+    DDP keeps expert parameters in separate buffers reduced over that group), the rest over the DP group;
+    each message's time is the sum of the two."""
     keys = _keys(c, o)
     shape = c["tp"].shape
-    params = stage_parameters(d, c["tp"], c["pp"], c["ep"], c["account_for_embedding_and_loss"],
-                              c["first_stage_layers"], c["last_stage_layers"])
+    dense, expert = stage_parameter_split(d, c["tp"], c["pp"], c["ep"], c["account_for_embedding_and_loss"],
+                                          c["first_stage_layers"], c["last_stage_layers"])
+    params = dense + expert
     ones = np.ones(shape)
-    msgs = dp_gradient_messages(params, keys[Dim.DP].size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)
+    moe = d.expert_parameters_per_layer > 0
+    msgs = dp_gradient_messages(dense if moe else params, keys[Dim.DP].size, 0, ones, o.grad_reduce_bytes,
+                                o.param_gather_bytes)
     msgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, m.note) for m in msgs]
     sync = []
     if d.tied_embeddings:
@@ -250,15 +295,27 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     extra = fsdp_unit_messages(d, c, o, ones) + bucket_messages(params, np.asarray(keys[Dim.DP].size), o, ones)
     priced = message_times(cluster, msgs + sync + extra, keys, shape, memo)  # one pricing pass for all lists
     entries, sync_entries = priced[:len(msgs)], priced[len(msgs):len(msgs) + len(sync)]
-    out: dict[str, Any] = {name: times for name, (_, times, _) in
-                           zip(("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b"), entries)}
+    edp = expert_dp_key(keys, c["ep"])
+    expert_entries = []
+    if moe:
+        emsgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, "expert " + m.note)
+                 for m in dp_gradient_messages(expert, edp.size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)]
+        expert_entries = message_times(cluster, emsgs, {**keys, Dim.DP: edp}, shape)
+    names = ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")
+    out: dict[str, Any] = {name: times for name, (_, times, _) in zip(names, entries)}
+    for name, (_, times, _) in zip(names, expert_entries):  # no expert collective where the group is one rank
+        out[name] = out[name] + np.where(np.asarray(edp.size) > 1, times, 0.0)
     out.update({name: times for name, (_, times, _) in
                 zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
                     priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
+    out["edp_group"] = np.asarray(edp.size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
+    out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones
+    out["fsdp_unit_params"], out["fsdp_root_params"] = fsdp_unit_parameters(d, c, ones)
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
+    out["_expert_entries"] = expert_entries
     out["_sync_entries"] = sync_entries
     return out
 

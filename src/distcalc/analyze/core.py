@@ -46,11 +46,12 @@ from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_b
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
-from distcalc.analyze.fsdp import fsdp_exposure
-from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels
+from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
+from distcalc.analyze.options import AnalyzeOptions, AttentionKernel, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
+from distcalc.compute.attention import attention_kernel_device
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import SCHEDULE_ZERO_BUBBLE, pipeline_slots_offset, stage_layer_split
@@ -147,9 +148,17 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         z3_backward = np.minimum(fsdp.backward_s, t[1] + t[4] + o.overlap_compute_slowdown * t_mb_b)
     else:
         z3_backward = t[1] + t[4]
+    if o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
+        copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
+                                     o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
+        e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
+        z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
     params_gpu = dpb["params_gpu"]
-    opt = lambda shard: mb["slowest_gpu_factor"] * (params_gpu / shard * o.optimizer_bytes_per_parameter  # noqa: E731
-                                                    / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
+    # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
+    # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
+    expert_gpu = dpb["expert_params_gpu"]
+    opt = lambda params: mb["slowest_gpu_factor"] * (params * o.optimizer_bytes_per_parameter  # noqa: E731
+                                                     / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch
     acc_bytes = o.grad_accumulation_bytes_per_parameter
     accumulate = mb["slowest_gpu_factor"] * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
@@ -161,7 +170,8 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
-        "opt_replicated": opt(1.0), "opt_sharded": opt(dpb["dp_group"]), "accumulate": accumulate,
+        "opt_replicated": opt(params_gpu), "accumulate": accumulate,
+        "opt_sharded": opt((params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]),
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
@@ -238,6 +248,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         cluster = with_calibration(cluster, o.calibration)
     if o.elementwise_kernels is ElementwiseKernels.EAGER:
         device = replace(device, eager_elementwise=True)
+    device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)
     shape = c["tp"].shape
@@ -340,13 +351,18 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                   dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
+        expert_counts = [np.asarray(msg.count, dtype=float) for msg in
+                         dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,
+                                              o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, lps_slowest, transfers, grad_exposed,
-                                      dp_exposed - grad_exposed, o)
+                                      dp_exposed - grad_exposed, o, expert_counts)
     return result
 
 
-def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o) -> list[dict[str, Any]]:
-    """Per-message records of configuration 0: count per step, time on the link, exposed time."""
+def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o,
+             expert_counts=()) -> list[dict[str, Any]]:
+    """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
+    experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
     f = lambda x: float(np.ravel(x)[0])  # noqa: E731
     rows = []
     ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
@@ -362,9 +378,12 @@ def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o
         rows.append((msg, f(times), algos, scope, exposed_frac))
     for msg, times, algos in bd["_entries"]:
         rows.append((msg, f(times), algos, f(m) * f(transfers), 0.0 if o.pipeline_p2p_overlap else 1.0))
-    dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in zip(counts, dpb["_entries"]))
+    dp_rows = list(zip(counts, dpb["_entries"]))
+    if f(dpb["edp_group"]) > 1:
+        dp_rows += list(zip(expert_counts, dpb["_expert_entries"]))
+    dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in dp_rows)
     dp_ratio = (f(grad_exposed) + f(ag_exposed)) / dp_total if dp_total > 0 else 0.0
-    for cnt, (msg, times, algos) in zip(counts, dpb["_entries"]):
+    for cnt, (msg, times, algos) in dp_rows:
         rows.append((msg, f(times), algos, f(cnt), dp_ratio))
     for msg, times, algos in dpb["_sync_entries"]:
         rows.append((msg, f(times), algos, f(msg.count), 1.0))

@@ -28,6 +28,17 @@ bf16 in IBM's fms-fsdp ``bfSixteen``), and the root's ``g₀``, ``r₀``:
   40 %) for GPT and Llama layers overlapped with collectives on A100, H100, MI250 and MI210; the
   overlapped compute is ``(U − 1)·(min(f, g) + min(b, g + r))`` and pays that fraction on top.
 
+* copies (FSDP2 only): FSDP2 shards every parameter on its own (DTensor) and all-gathers a unit's
+  parameters into one flat buffer, so after each AllGather ``foreach_all_gather_copy_out`` splits the
+  buffer into the unsharded parameters (``torch.split_with_sizes_copy``, on the compute stream: read + write
+  ``2·e_p`` bytes per parameter), and before each ReduceScatter ``foreach_reduce_scatter_copy_in``
+  concatenates the unsharded gradients into the reduce-scatter input in the reduce dtype (``torch.cat`` on
+  the reduce-scatter stream, which the compute stream then waits for: ``e_p + e_r`` bytes per parameter)
+  (PyTorch ``torch/distributed/_composable/fsdp/_fsdp_collectives.py``, 2024). FSDP1's ``FlatParameter``
+  gathers into and reduces from the flat buffer the unit's parameters are views of, so it copies nothing.
+  Per micro-batch: forward ``(U·P_u + P_0)·2·e_p``, backward ``(U − 1)·P_u·2·e_p + (U·P_u + P_0)·(e_p + e_r)``
+  bytes at the achievable HBM bandwidth, one kernel per unit and copy (:func:`fsdp_copy_s`).
+
 Prefetching more than one unit ahead changes only the start-up (the steady state is bound by
 ``max(compute, communication)`` per unit either way), so one unit of prefetch is modelled.
 """
@@ -86,3 +97,17 @@ def fsdp_exposure(units: ArrayLike, forward_s: ArrayLike, backward_s: ArrayLike,
     backward = steps * np.maximum(g + r - b, 0.0) + on * (r + root_reduce_s)
     return FsdpExposure(forward, backward, slowdown * steps * np.minimum(f, g),
                         slowdown * steps * np.minimum(b, g + r))
+
+
+def fsdp_copy_s(units: ArrayLike, unit_params: ArrayLike, root_params: ArrayLike, param_bytes: float,
+                reduce_bytes: float, bandwidth_bytes_per_s: float, kernel_overhead_s: float) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of FSDP2's AllGather copy-out and ReduceScatter copy-in kernels of one
+    micro-batch on one rank (module docstring): ``units`` blocks of ``unit_params`` parameters and the root's
+    ``root_params``, parameters gathered in ``param_bytes`` and gradients reduced in ``reduce_bytes``."""
+    u = np.asarray(units, dtype=float)
+    regathered = np.maximum(u - 1.0, 0.0)
+    gathered = u * np.asarray(unit_params, dtype=float) + np.asarray(root_params, dtype=float)
+    forward = gathered * 2.0 * param_bytes / bandwidth_bytes_per_s + (u + 1.0) * kernel_overhead_s
+    backward = ((regathered * unit_params * 2.0 * param_bytes + gathered * (param_bytes + reduce_bytes))
+                / bandwidth_bytes_per_s + (regathered + u + 1.0) * kernel_overhead_s)
+    return forward, backward

@@ -8,14 +8,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
+from distcalc.compute.attention import AttentionKernel
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
 class ContextParallelAlgorithm(str, Enum):
-    """How context parallelism exchanges keys/values: ring attention (Send/Recv) or Ulysses (AllToAll)."""
+    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
+    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
 
     RING = "ring"
     ULYSSES = "ulysses"
+    ALL_GATHER = "all-gather"
 
 
 class ElementwiseKernels(str, Enum):
@@ -26,6 +29,16 @@ class ElementwiseKernels(str, Enum):
 
     FUSED = "fused"
     EAGER = "eager"
+
+
+class FsdpSharding(str, Enum):
+    """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
+    FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
+    its own (FSDP2 ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and
+    every gradient into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
+
+    FLAT = "flat"
+    PER_PARAMETER = "per-parameter"
 
 
 class AnalyzeOptions(BaseModel):
@@ -76,6 +89,12 @@ class AnalyzeOptions(BaseModel):
       report has its own ``calibration`` summary).
     * ``elementwise_kernels`` ``fused``: Megatron/TE fused kernels; ``eager`` prices the RMSNorm, SwiGLU and
       RoPE of a PyTorch-eager Llama as their composite ops (:class:`ElementwiseKernels`).
+    * ``attention_kernel`` ``fused``: the GPU preset's fused attention (cuDNN / FlashAttention-3 class, what
+      TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
+      attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
+      :mod:`distcalc.compute.attention`).
+    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
+      (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -97,7 +116,10 @@ class AnalyzeOptions(BaseModel):
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
-    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor (AllToAll size)")
+    moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor: expert inputs padded "
+                                       "to it (AllToAll, expert GEMMs, permute)")
+    moe_load_imbalance: float | None = Field(None, ge=1, description="dropless MoE routing: routed tokens of the "
+                                             "busiest EP rank / the mean (None: capacity-bound, padded)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
     overlap_compute_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0, lt=1,
                                             description="compute slowdown while an overlapped collective runs")
@@ -105,6 +127,18 @@ class AnalyzeOptions(BaseModel):
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
+                                        "per-parameter sharding with copy kernels (FSDP2)")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
+                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")
+
+
+def moe_slot_factor(options: AnalyzeOptions) -> float:
+    """Routed token slots of the busiest EP rank per mean routed token: the capacity factor when expert inputs
+    are padded to capacity (tokens over it dropped), the load imbalance with dropless routing. Default 1.0:
+    balanced, as the published MoE benchmarks run (padded to capacity 1 in SimuMax's B200 runs; Megatron-Bridge's
+    performance summary forces balanced routing for its MoE numbers)."""
+    return options.moe_capacity_factor if options.moe_load_imbalance is None else options.moe_load_imbalance

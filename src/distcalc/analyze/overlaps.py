@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm
+from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
 from distcalc.parallel import ParallelConfig
 
 
@@ -42,15 +42,20 @@ def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
                              reason, exposed)
 
 
-def _cp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+def _cp(options: AnalyzeOptions, exposed: float, slowdown: float) -> OverlapAssumption:
+    if options.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER:
+        return OverlapAssumption("cp", "AllGather of K,V (forward, again in backward), ReduceScatter of dK,dV",
+                                 "nothing (critical path)", "cp_algorithm all-gather: the gathered K,V feed the "
+                                 "attention kernels (Llama 3 CP; TransformerEngine: \"KV all-gather ... is exposed\")",
+                                 exposed)
     if options.cp_algorithm == ContextParallelAlgorithm.ULYSSES:
         return OverlapAssumption("cp", "Ulysses AllToAll of q, k, v and the output", "nothing (critical path)",
                                  "cp_algorithm ulysses: the AllToAll feeds the attention kernel", exposed)
     return OverlapAssumption("cp", "ring attention K/V Send/Recv, one block per ring step",
                              "the attention of the block already received (forward), twice that in backward",
                              "cp_algorithm ring: a step is exposed only where its transfer outlasts the attention "
-                             f"it overlaps; that attention {100 * options.overlap_compute_slowdown:.1f} % slower "
-                             "meanwhile", exposed)
+                             f"it overlaps; that attention {100 * slowdown:.1f} % slower meanwhile (the share of "
+                             "the GPU the NCCL transfer takes; smaller when the ring waits on network hops)", exposed)
 
 
 def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
@@ -59,6 +64,13 @@ def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
                                  "pipeline_p2p_overlap: NeMo / Megatron-Core overlap_p2p_comm", exposed)
     return OverlapAssumption("pp", "stage-boundary Send/Recv", "nothing (critical path)",
                              "pipeline_p2p_overlap off: blocking Send/Recv of the 1F1B schedule", exposed)
+
+
+def _fsdp_copies(options: AnalyzeOptions) -> str:
+    """The FSDP2 copy kernels that sit on the compute stream (counted in the exposed time)."""
+    if options.fsdp_sharding is not FsdpSharding.PER_PARAMETER:
+        return ""
+    return "; FSDP2 per-parameter sharding: each gather's copy-out and each reduce-scatter's copy-in run serially"
 
 
 def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
@@ -72,7 +84,7 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
             "dp", "ZeRO-3/FSDP per-block parameter AllGather (forward and again in backward) and gradient "
             "ReduceScatter", "the neighbouring block's forward / backward (one unit prefetched)",
             "FSDP prefetch: the root's and first block's gather and the last ReduceScatters are exposed, and a "
-            f"block's excess where its collectives outlast its compute; {slow}", exposed)
+            f"block's excess where its collectives outlast its compute; {slow}{_fsdp_copies(options)}", exposed)
     what = "gradient AllReduce" if zero == 0 else "gradient ReduceScatter + updated-parameter AllGather"
     if not options.overlap_grad_reduce:
         return OverlapAssumption("dp", what, "nothing (after the backward pass)",
@@ -85,14 +97,17 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
                              f"are exposed; {slow}", exposed)
 
 
-def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions,
-                     breakdown: dict[str, float]) -> list[OverlapAssumption]:
-    """The overlap assumed for every dimension of degree > 1 (module docstring)."""
+def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown: dict[str, float],
+                     cp_slowdown: float | None = None) -> list[OverlapAssumption]:
+    """The overlap assumed for every dimension of degree > 1 (module docstring); ``cp_slowdown``: κ of the
+    ring's overlapped attention (:func:`distcalc.analyze.cp_ring.ring_slowdown`; default
+    ``overlap_compute_slowdown``)."""
     out: list[OverlapAssumption] = []
     if config.tp > 1:
         out.append(_tp(options, breakdown.get("tp_exposed_s", 0.0)))
     if config.cp > 1:
-        out.append(_cp(options, breakdown.get("cp_exposed_s", 0.0)))
+        slowdown = options.overlap_compute_slowdown if cp_slowdown is None else cp_slowdown
+        out.append(_cp(options, breakdown.get("cp_exposed_s", 0.0), slowdown))
     if config.ep > 1:
         out.append(OverlapAssumption("ep", "MoE token dispatch and combine AllToAll", "nothing (critical path)",
                                      "the experts need the dispatched tokens; no overlap modelled",

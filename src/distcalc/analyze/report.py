@@ -13,7 +13,8 @@ import numpy as np
 
 from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
-from distcalc.analyze.options import AnalyzeOptions
+from distcalc.analyze.cp_ring import ring_slowdown
+from distcalc.analyze.options import AnalyzeOptions, moe_slot_factor
 from distcalc.analyze.overlaps import assumed_overlaps
 from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
@@ -78,7 +79,7 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
 
     ``batch`` maps field names to NumPy integer arrays (or scalars), broadcast together:
     ``tp, pp, dp, cp, ep, vpp, micro_batch, global_batch`` (sequences per step; default micro_batch·dp),
-    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full), ``sequence_parallel`` (0/1),
+    ``zero`` (0–3), ``recompute`` (0 none, 1 selective, 2 full, 3 selective-op), ``sequence_parallel`` (0/1),
     ``schedule`` (0 gpipe, 1 1f1b, 2 interleaved, 3 zero-bubble), ``flash_attention`` (0/1, default 1),
     ``seq_len`` (default 2048), ``account_for_embedding_and_loss`` (0/1: the embedding and the loss take a
     layer slot each in the pipeline split). Configurations are assumed valid (``distcalc.parallel`` checks them).
@@ -179,12 +180,20 @@ def _groups(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOption
     return groups
 
 
+def _cp_slowdown(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOptions,
+                 device: DeviceCompute) -> float:
+    """κ the model applies to ring attention's overlapped attention for this configuration."""
+    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
+                      options.rank_order)
+    return float(ring_slowdown(config.cp, keys[Dim.CP].stride, device, cluster, options.overlap_compute_slowdown)[0])
+
+
 def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelConfig,
             options: AnalyzeOptions | None = None, tokens: float | None = None, *,
             calibration: Calibration | str | Path | None = None) -> StepReport:
     """The full step-time report of one configuration (validated against the model first).
     ``calibration``: as in :func:`evaluate_batch`."""
-    from distcalc.memory import memory_report
+    from distcalc.memory import MemoryOptions, memory_report
 
     spec, cluster = _resolve(spec, cluster)
     options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
@@ -204,7 +213,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         row["topology"] = groups[row["dim"]]["kind"]
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
-    mem = memory_report(spec, config, cluster.gpu)
+    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options)))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration
@@ -220,7 +229,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                "mfu_formula": "model_flops / (step_time_s * gpus * peak); model_flops = 3 * B*s * forward "
                               "FLOPs/token (= 72*B*L*s*h^2*(1 + s/6h + V/12hL) for GPT, Korthikanti App. A)",
                "hfu_formula": "as MFU with recomputed forward FLOPs added (selective: attention core; full: "
-                              "every layer's forward)"},
+                              "every layer's forward; selective-op: its recomputed projections)"},
         options=options.model_dump(mode="json"),
         pipeline={"micro_batches": int(f("micro_batches")), "schedule": config.resolved_schedule.value,
                   "stages": config.pp, "vpp": config.vpp, "bubble_s": breakdown["bubble_s"],
@@ -230,7 +239,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                          "slowest_gpu_factor": f("slowest_gpu_factor"),
                          "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
                                     "1 + cv * E[max of gpus standard normals] times a median GPU's"},
-        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown)],
+        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown,
+                                                        _cp_slowdown(cluster, config, options, device))],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

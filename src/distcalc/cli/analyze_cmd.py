@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import ContextParallelAlgorithm, ElementwiseKernels, StepReport
+from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, DtypeOption, FirstStageOption, GpuOption,
@@ -32,6 +32,12 @@ BREAKDOWN_LABELS = {
 }
 
 
+def _flash(on: bool, options: dict) -> str:
+    """``on`` / ``off``, with the attention kernel when it is not the GPU's default fused one."""
+    kernel = options.get("attention_kernel", "fused")
+    return ("on" + (f" ({kernel})" if kernel != "fused" else "")) if on else "off"
+
+
 def _render(report: StepReport, example: bool) -> None:
     c, cl = report.config, report.cluster
     if example:
@@ -42,7 +48,7 @@ def _render(report: StepReport, example: bool) -> None:
                   f"{' dist-opt' if c['distributed_optimizer'] else ''} sp={'on' if c['sequence_parallel'] else 'off'} "
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
-                  f"dtype={c['dtype']} flash={'on' if c['flash_attention'] else 'off'}"
+                  f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
                   f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
@@ -66,7 +72,7 @@ def _render(report: StepReport, example: bool) -> None:
                       f"(GPU speed σ {100 * var['gpu_speed_cv']:.2f} %, --gpu-speed-cv 0 for identical GPUs)[/dim]")
     nccl = any(str(row["algorithm"]).startswith("nccl ") for row in report.communication)
     comm = Table(title="communication per step (per GPU)" + (" [* calibrated α/B]" if report.calibration else "")
-                 + (" [collectives: NCCL tuning model]" if nccl else ""))
+                 + (" [collectives: NCCL model]" if nccl else ""))
     for name, justify in (("dim", "left"), ("collective", "left"), ("phase", "left"), ("message", "left"),
                           ("size", "right"), ("count", "right"), ("on link", "right"), ("exposed", "right"),
                           ("algorithm", "left"), ("topology", "left")):
@@ -204,7 +210,14 @@ def register(app: typer.Typer) -> None:
         tp_overlap: Annotated[float, typer.Option(rich_help_panel=S, help="hidden fraction of overlappable TP "
                                                   "comm (0-1)")] = 0.0,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
-            rich_help_panel=P, help="ring or ulysses")] = ContextParallelAlgorithm.RING,
+            rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
+        moe_capacity_factor: Annotated[float, typer.Option(
+            min=0.01, max=64.0, rich_help_panel=P,
+            help="MoE: expert inputs padded to this many times the mean routed tokens")] = 1.0,
+        moe_load_imbalance: Annotated[Optional[float], typer.Option(
+            min=1.0, max=64.0, rich_help_panel=P, show_default=False,
+            help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
+                 "capacity factor) [default: padded to capacity]")] = None,
         gpu_speed_cv: Annotated[float, typer.Option(
             min=0.0, max=0.5, rich_help_panel=C, show_default=False,
             help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
@@ -219,6 +232,12 @@ def register(app: typer.Typer) -> None:
         elementwise_kernels: Annotated[ElementwiseKernels, typer.Option(
             rich_help_panel=S, help="fused (Megatron/TransformerEngine) or eager (PyTorch composite RMSNorm, "
                                     "SwiGLU, RoPE)")] = ElementwiseKernels.FUSED,
+        attention_kernel: Annotated[AttentionKernel, typer.Option(
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+        fsdp_sharding: Annotated[FsdpSharding, typer.Option(
+            rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
+                                    "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
@@ -245,6 +264,8 @@ def register(app: typer.Typer) -> None:
                                     gpus_per_node=r.gpus_per_node, micro_batch=r.micro_batch,
                                     global_batch=r.global_batch, seq_len=r.seq_len), upper_only=True)
         check_float(r.tp_overlap, "--tp-overlap", 0.0, 1.0)
+        check_float(r.moe_capacity_factor, "--moe-capacity-factor", 0.01, 64.0)
+        check_float(r.moe_load_imbalance, "--moe-load-imbalance", 1.0, 64.0)
         check_float(r.tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
         plot = Path(values["plot"]) if values["plot"] is not None else None
         if plot is not None:

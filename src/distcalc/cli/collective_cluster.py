@@ -21,7 +21,8 @@ __all__ = ["cluster_topology", "load_cli_cluster", "nccl_estimates", "nccl_paylo
 def render_nccl(kind: str, estimates: list[NcclEstimate], cluster: ClusterSpec, gpus: int) -> None:
     """Rich table: size, NCCL's algorithm, protocol, channels, time and its terms, algbw, busbw."""
     version = estimates[0].version.value
-    table = Table(title=f"{kind} on {gpus} GPUs of {cluster.name}: NCCL {version} tuning model")
+    table = Table(title=f"{kind} on {gpus} GPUs of {cluster.name}: NCCL {version} (its tuner's choice; NVLS "
+                  "all-reduce timed as its kernel runs)")
     for column in ("size", "algorithm", "protocol", "channels", "time", "latency term", "bandwidth term",
                    "algbw", "busbw"):
         table.add_column(column, justify="left" if column in ("algorithm", "protocol") else "right")

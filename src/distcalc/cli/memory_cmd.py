@@ -180,6 +180,9 @@ def register(app: typer.Typer) -> None:
                                                   "(bytes, e.g. 512MiB)")] = "512MiB",
         allocator_reserve: Annotated[float, typer.Option(rich_help_panel=O, help="allocator fragmentation reserve "
                                                          "(fraction of the total, 0-1)")] = 0.05,
+        moe_token_factor: Annotated[float, typer.Option(
+            min=0.01, max=64.0, rich_help_panel=O, help="MoE: routed tokens of the busiest EP rank per mean "
+                                                        "routed token (capacity factor, or dropless imbalance)")] = 1.0,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,

@@ -68,7 +68,8 @@ def simulate_command(
     oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
     segments: Optional[int] = typer.Option(None, "--segments", min=1,
                                            help="Pipeline segments k for pipelined algorithms [default: chosen]."),
-    elements: int = typer.Option(1, "--elements", min=1, help="Numbers per chunk in the executed buffers."),
+    elements: int = typer.Option(1, "--elements", min=1, help="Numbers per chunk in the executed buffers "
+                                 "(All-to-All is checked by provenance and holds none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random rank data."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "

@@ -85,6 +85,7 @@ class NcclConstants:
     nvls_for_allgather_reducescatter: bool  #: 2.20.5 adds NVLS and CollNet-Direct to AllGather/ReduceScatter
     ring_fallback: bool  #: 2.20.5: a collective with nothing enabled falls back to Ring
     collnet_arity_latency_us: float  #: CollNet-Direct per-arity serialization (0.5 → 0.4 µs)
+    nvls_even_channel_split: bool  #: 2.20.5 enqueue.cc splits NVLS work evenly over channels; 2.18.5 per loop
 
 
 #: llMaxBws[generation or CPU][1 node / 2 nodes / >2 nodes] (GB/s); single node: GPU generation, else CPU.
@@ -114,6 +115,14 @@ MAX_CHANNELS = 32
 RING_SEARCH_MAX_CHANNELS = MAX_CHANNELS // 2
 NVLS_CHANNELS = 16  #: nvls.cc NCCL_NVLS_NCHANNELS default
 WARP_SIZE = 32
+#: enqueue.cc computeColl, NVLS: chunk ≤ 128 KiB; 2.20.5 across nodes: 32 KiB when NCCL's NVLS bandwidth < 150
+#: GB/s; then (multiple, smaller): chunk → smaller while nBytes < multiple × nChannels × nHeads × chunk.
+NVLS_MAX_CHUNK_BYTES = 131072
+NVLS_MULTINODE_SLOW_CHUNK_BYTES = 32768
+NVLS_MULTINODE_SLOW_GBPS = 150.0
+NVLS_CHUNK_SHRINK = ((64, 65536), (8, 32768), (2, 16384))
+#: Peak NVLS all-reduce algbw on one 8-GPU H100 node, NCCL's maintainer (NVIDIA/nccl-tests #212, 2024-05-06).
+NVLS_PEAK_ALGBW_8XH100_GBPS = 275.0
 
 _NVLINK_18 = _table({A.TREE: (.6, 1.25, 4), A.RING: (.6, 1.9, 3.4), A.COLLNET_DIRECT: (0, 0, 8.0),
                      A.COLLNET_CHAIN: (0, 0, 4.75), A.NVLS: (0, 0, 0), A.NVLS_TREE: (0, 0, 0)})
@@ -145,7 +154,8 @@ CONSTANTS: dict[NcclVersion, NcclConstants] = {
         speeds_inter_sm90=(48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2, 0.24,
                            0.12),
         nvls_latency_from_hw=False, nvls_bw_min_intra_inter=False, nvls_tree_ratio_5_6=False,
-        nvls_for_allgather_reducescatter=False, ring_fallback=False, collnet_arity_latency_us=0.5),
+        nvls_for_allgather_reducescatter=False, ring_fallback=False, collnet_arity_latency_us=0.5,
+        nvls_even_channel_split=False),
     NcclVersion.V2_20_5: NcclConstants(
         version=NcclVersion.V2_20_5,
         base_latency_us=_table({A.TREE: (6.8, 14.0, 0), A.RING: (6.6, 14.0, 8.4),
@@ -158,7 +168,8 @@ CONSTANTS: dict[NcclVersion, NcclConstants] = {
         speeds_inter_sm90=(48.0, 45.0, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5, 15.0, 12.0, 6.0, 3.0, 2.4, 1.2,
                            0.24, 0.12),
         nvls_latency_from_hw=True, nvls_bw_min_intra_inter=True, nvls_tree_ratio_5_6=True,
-        nvls_for_allgather_reducescatter=True, ring_fallback=True, collnet_arity_latency_us=0.4),
+        nvls_for_allgather_reducescatter=True, ring_fallback=True, collnet_arity_latency_us=0.4,
+        nvls_even_channel_split=True),
 }
 DEFAULT_VERSION = NcclVersion.V2_20_5
 

@@ -9,16 +9,19 @@ threads shrink while ``nBytes < channels × threads × threadThreshold``; NVLS r
 Constants: :mod:`distcalc.collective.nccl_constants`; graphs: :mod:`distcalc.collective.nccl_graph`.
 
 distcalc's ``time_s`` is NCCL's model time with the bandwidth of the channels NCCL actually launches
-(``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations); ``model_time_s``
-is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather: output, ReduceScatter:
-input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23, after the modelled
-releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8 two-rank LL128 quirk, the
-CollNet channel tuning loop, the network's own ``latencyInter`` (taken as 0, NCCL's default).
+(``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations), except for an
+NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`);
+``model_time_s`` is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather:
+output, ReduceScatter: input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23,
+after the modelled releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8
+two-rank LL128 quirk, the CollNet channel tuning loop, the network's own ``latencyInter`` (taken as 0,
+NCCL's default).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Iterable
 
 from distcalc.collective.nccl_constants import (
@@ -28,6 +31,7 @@ from distcalc.collective.nccl_constants import (
     NcclHw, NcclProto, NcclVersion,
 )
 from distcalc.collective.nccl_graph import NcclGraph, NcclSystem, communicator_channels, graphs
+from distcalc.collective.nccl_nvls import nvls_allreduce_terms_s
 from distcalc.collective.types import CollectiveKind
 from distcalc.errors import AlgorithmError
 
@@ -292,5 +296,34 @@ def nccl_estimate(system: NcclSystem, kind: CollectiveKind | str, size_bytes: fl
         bw_us *= comm_channels / channels
     candidates = tuple((e.algorithm, e.protocol, (la + bu) * US) for e, la, bu in timed)
     model = [la + bu for e, la, bu in timed if e is best][0] * US
+    lat_s, bw_s = lat_us * US, bw_us * US
+    if best.algorithm in (A.NVLS, A.NVLS_TREE) and kind == K.ALL_REDUCE:
+        lat_s, bw_s = _nvls_executed(system, version, best, size, channels, bw_s)
     return NcclEstimate(kind, size, system.ranks, version, best.algorithm, best.protocol, channels, threads,
-                        (lat_us + bw_us) * US, lat_us * US, bw_us * US, model, nsteps, candidates)
+                        lat_s + bw_s, lat_s, bw_s, model, nsteps, candidates)
+
+
+def _nvls_executed(system: NcclSystem, version: NcclVersion, best: AlgoProtoCost, size: float, channels: int,
+                   tuner_bw_s: float) -> tuple[float, float]:
+    """(latency, bandwidth) seconds of an NVLS AllReduce as the kernel runs it (:mod:`.nccl_nvls`). Across nodes
+    the node-local NVLS stages run as on one node, with NCCL's latency of the chosen algorithm (its network
+    hops included), and the bandwidth term is never below NCCL's own for it (the network part)."""
+    node = replace(system, nodes=1, collnet=False)
+    heads = graphs(node, version)[A.NVLS].channels  # one NVLS head per GPU of the node
+    node_bw = next(e.bandwidth_gbps for e in tuning_table(node, version, K.ALL_REDUCE, [A.NVLS], [P.SIMPLE])
+                   if e.algorithm == A.NVLS)
+    nvls_bw = best.bandwidth_gbps if best.algorithm == A.NVLS else float("inf")  # 2.20.5 multi-node chunk cap
+    lat_s, bw_s = nvls_allreduce_terms_s(version, size, channels, heads, best.latency_us, node_bw,
+                                         _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw)
+    return lat_s, (bw_s if system.nodes == 1 else max(bw_s, tuner_bw_s))
+
+
+#: One 8-GPU H100 SXM node on NVSwitch: where NCCL's maintainer gives the measured NVLS peak (nccl_nvls).
+_REFERENCE_NVLS_NODE = NcclSystem(nodes=1, gpus_per_node=8, compute_capability=90, nvlinks_per_gpu=18)
+
+
+@lru_cache(maxsize=None)
+def _reference_nvls_bandwidth_gbps(version: NcclVersion) -> float:
+    """NCCL's NVLS AllReduce algorithm bandwidth on the reference node under ``version`` (GB/s)."""
+    table = tuning_table(_REFERENCE_NVLS_NODE, version, K.ALL_REDUCE, [A.NVLS], [P.SIMPLE])
+    return next(e.bandwidth_gbps for e in table if e.algorithm == A.NVLS)

@@ -81,6 +81,9 @@ class DeviceCompute:
     kernel_overhead_s: float  #: per-kernel launch + tail time
     flash_forward_efficiency: float  #: FlashAttention forward FLOP/s as a fraction of peak
     flash_backward_efficiency: float
+    #: non-causal kernels' rates (a ring-attention step's off-diagonal blocks); None: the causal rates above
+    flash_forward_noncausal_efficiency: float | None = None
+    flash_backward_noncausal_efficiency: float | None = None
     #: bytes per A/B operand element (2 for bf16/fp16, 1 for fp8, MX/NV formats with their block scales):
     #: L2 tile traffic and the streaming floor (:attr:`distcalc.parallel.Precision.operand_bytes`)
     operand_bytes: float = 2.0
@@ -97,6 +100,10 @@ class DeviceCompute:
     quantize_bytes_per_element: float = 0.0
     #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
     eager_elementwise: bool = False
+    #: fused attention with unequal query/key and value head widths (MLA, d_qk = 192, d_v = 128): forward and
+    #: backward FLOP/s as fractions of peak where measured (compute.yaml ``flash_mla_*``); None: as d_qk = d_v
+    flash_mla_forward_efficiency: float | None = None
+    flash_mla_backward_efficiency: float | None = None
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -189,6 +196,11 @@ def _load_table() -> dict[str, Any]:
     return yaml.safe_load(path.read_text())
 
 
+def compute_preset_entry(name: str) -> dict[str, Any]:
+    """The ``presets/compute.yaml`` entry of a GPU preset ({} when it has none)."""
+    return dict(_load_table()["gpus"].get(name) or {})
+
+
 def compute_preset_names() -> list[str]:
     """GPU names with compute-efficiency presets."""
     return sorted(_load_table()["gpus"])
@@ -227,7 +239,15 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
         power_limited_flops_per_s=_power_limit(entry, dtype),
+        flash_mla_forward_efficiency=_optional_float(entry, "flash_mla_forward_efficiency"),
+        flash_mla_backward_efficiency=_optional_float(entry, "flash_mla_backward_efficiency"),
     )
+
+
+def _optional_float(entry: dict[str, Any], key: str) -> float | None:
+    """``entry[key]`` as a float, None where the preset does not give it."""
+    value = entry.get(key)
+    return None if value is None else float(value)
 
 
 def _power_limit(entry: dict[str, Any], dtype: Any) -> float:

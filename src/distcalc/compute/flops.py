@@ -27,6 +27,8 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.op_checkpoint import block_projections, op_sac_split
+
 ArrayLike = Any
 
 
@@ -60,6 +62,9 @@ class ModelDims:
     lm_head_parameters: int  #: V·h on the last stage (tied embeddings also keep a copy there)
     tied_embeddings: bool = False  #: output layer shares the input embedding (gradient sync when pp > 1)
     rmsnorm: bool = True  #: RMSNorm (else LayerNorm): what an eager framework runs as composite ops
+    q_lora_rank: int = 0  #: MLA query latent width (0: full query projection)
+    kv_lora_rank: int = 0  #: MLA key/value latent width (0: not MLA)
+    qk_rope_dim: int = 0  #: MLA rotary part of d_qk (the key's rotary part is shared by all heads)
 
     @property
     def dense_layers(self) -> int:
@@ -99,6 +104,9 @@ def model_dims(spec: Any) -> ModelDims:
         expert_parameters_per_layer=expert_total / spec.num_hidden_layers,
         embedding_parameters=embedding, lm_head_parameters=lm_head, tied_embeddings=spec.tie_word_embeddings,
         rmsnorm=getattr(spec.norm_type, "value", spec.norm_type) == "rmsnorm",
+        q_lora_rank=int(spec.q_lora_rank or 0) if spec.is_mla else 0,
+        kv_lora_rank=int(spec.kv_lora_rank or 0) if spec.is_mla else 0,
+        qk_rope_dim=int(spec.qk_rope_head_dim or 0) if spec.is_mla else 0,
     )
 
 
@@ -135,13 +143,23 @@ def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: Ar
                               flash_attention: ArrayLike = 0) -> ArrayLike:
     """Recomputed forward FLOPs per token: selective (code 1) 3 × the attention core's forward FLOPs
     (Korthikanti App. A convention; nothing with flash attention, whose backward recomputes inside the
-    kernel and is counted in neither), full (code 2) every layer's forward."""
+    kernel and is counted in neither), full (code 2) every layer's forward, op-level selective (code 3) the
+    projections it recomputes (:mod:`distcalc.op_checkpoint`) and the attention core without flash."""
     core = dims.layers * attention_core_flops_per_token(dims, seq_len)
     layers_fwd = (dims.dense_layers * layer_gemm_flops_per_token(dims, False)
                   + dims.moe_layers * layer_gemm_flops_per_token(dims, True)) + core
     r = np.asarray(recompute)
     no_flash = np.where(np.asarray(flash_attention) != 0, 0.0, 1.0)
-    return np.where(r == 2, layers_fwd, np.where(r == 1, 3.0 * core * no_flash, 0.0))
+    op_sac = (dims.dense_layers * _op_sac_flops_per_token(dims, False)
+              + dims.moe_layers * _op_sac_flops_per_token(dims, True)) + core * no_flash
+    return np.where(r == 2, layers_fwd, np.where(r == 1, 3.0 * core * no_flash, np.where(r == 3, op_sac, 0.0)))
+
+
+def _op_sac_flops_per_token(dims: ModelDims, moe: bool) -> float:
+    """Forward FLOPs per token of the projections op-level selective checkpointing recomputes in one layer."""
+    projections = block_projections(dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.v_head_dim,
+                                    dims.ffn, dims.gated, with_mlp=not moe)
+    return 2.0 * sum(p.out_width * p.in_width for p in op_sac_split(projections)[1])
 
 
 def hardware_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: ArrayLike,

@@ -17,7 +17,8 @@ al. 2022 §4.2.2):
   mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
   With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
   device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
-  efficiency (Dao 2023, FlashAttention-2, §3).
+  efficiency (Dao 2023, FlashAttention-2, §3). Under ring context parallelism the same causal work runs as
+  one causal and cp − 1 non-causal kernels with merges between them (:mod:`distcalc.compute.attention`).
 * Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
   norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
   6 B without dropout); backward norms 8 B, dropout-add 5 B. MLP activation on T·f/t: GeLU 4 B forward,
@@ -51,7 +52,11 @@ LayerNorm and GeLU are single native kernels in eager PyTorch too (``F.layer_nor
 models keep the fused counts.
 
 Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
-FlashAttention, whose backward already recomputes); full re-runs the layer's forward.
+FlashAttention, whose backward already recomputes); full re-runs the layer's forward. torchtitan's op-level
+selective checkpointing (``selective-op``, :mod:`distcalc.op_checkpoint`) re-runs every second linear
+projection of the block (Llama: wk, wo, w3), all the forward elementwise kernels, and the attention core
+when it is not a flash/SDPA kernel (whose output the policy saves); an MoE layer's experts are not ``aten.mm``
+calls and are counted as saved.
 """
 
 from __future__ import annotations
@@ -61,9 +66,14 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
+                                        flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.mla import qkv_projections
+from distcalc.compute.moe import permute_times, router_times
+from distcalc.op_checkpoint import block_projections, op_sac_split
 
 ArrayLike = Any
 
@@ -106,23 +116,12 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     return fwd, dgrad, wgrad
 
 
-def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: ArrayLike, kv_len: ArrayLike,
-                          head_dim: int, v_head_dim: int, causal: bool = True) -> tuple[ArrayLike, ArrayLike]:
-    """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
-    ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
-    (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
-    §3) at ``P·η_bwd``; plus one kernel overhead each."""
-    pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
-    flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
-    forward = flops / (device.peak_flops_per_s * device.flash_forward_efficiency) + device.kernel_overhead_s
-    backward = 2.5 * flops / (device.peak_flops_per_s * device.flash_backward_efficiency) + device.kernel_overhead_s
-    return forward, backward
-
-
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
-                    cp: ArrayLike, flash: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
+                    cp: ArrayLike, flash: ArrayLike, cp_split: ArrayLike = CP_SPLIT_RING) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
-    precision also under FP8 training (``device.attention``)."""
+    precision also under FP8 training (``device.attention``). Fused attention under context parallelism runs
+    as ``cp_split`` says (:mod:`distcalc.compute.attention`): the ring's kernels and merges, all-gather's two
+    prefix kernels, or (no CP, Ulysses) one causal kernel."""
     device = sixteen_bit(device)
     heads = np.divide(dims.heads, t)
     sq = np.divide(s, cp)
@@ -139,82 +138,111 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el
-    flash_fwd, flash_bwd = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
+    one_f, one_b = flash_attention_times(device, batch, sq, s, d, dv, causal=True)
+    q_elements = batch * sq * float(d)
+    kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
+    ring_f, ring_b = ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements)
+    ag_f, ag_b = allgather_attention_times(device, batch, s, cp, d, dv)
+    split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
+    flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
+    flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 
 
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
-                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False) -> LayerTimes:
-    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU."""
+                flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
+                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0) -> LayerTimes:
+    """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
+    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``).
+    MoE: each local expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so
+    the GEMMs and the permute move the padding too), and the router and permute kernels are
+    :mod:`distcalc.compute.moe`'s."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
     sp = np.asarray(sequence_parallel) != 0
     stream = np.where(sp, np.divide(tokens, t), tokens) * h  # residual-stream elements on this rank
 
-    gemms = [
-        (1, tokens, np.divide(dims.qkv_width, t), h),
-        (1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t)),
-    ]
+    projections = qkv_projections(dims, tokens, t)
+    gemms = projections.gemms + [(1, tokens, h, np.divide(dims.heads * dims.v_head_dim, t))]
+    experts: list[tuple[Any, Any, Any, Any]] = []  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
     m = dims.mlp_matrices - 1  # fused gate+up = 2 column blocks
     if moe:
         local = np.divide(dims.experts, ep)
-        per_expert = tokens * dims.top_k / local
-        gemms += [(1, tokens, dims.experts, h),
-                  (local, per_expert, np.divide(m * dims.expert_ffn, t), h),
-                  (local, per_expert, h, np.divide(dims.expert_ffn, t))]
+        per_expert = tokens * dims.top_k * np.asarray(capacity_factor, dtype=float) / local
+        gemms += [(1, tokens, dims.experts, h)]
+        experts = [(local, per_expert, np.divide(m * dims.expert_ffn, t), h),
+                   (local, per_expert, h, np.divide(dims.expert_ffn, t))]
         if dims.shared_ffn:
             gemms += [(1, tokens, np.divide(m * dims.shared_ffn, t), h), (1, tokens, h, np.divide(dims.shared_ffn, t))]
         act_elements = tokens * (dims.top_k * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
-        permute_bytes = 4.0 * ACT_BYTES * tokens * dims.top_k * h  # permute + unpermute, read + write
+        dispatch_tokens = np.where(sp, np.divide(tokens, t), tokens)  # the dispatcher's tokens (SP-sharded)
+        perm_f, perm_b = permute_times(device, dispatch_tokens, dims.top_k, h, capacity_factor, ep, local)
+        router_f, router_b = router_times(device, tokens, dims.experts)
+        moe_f, moe_b = perm_f + router_f, perm_b + router_b
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
-        permute_bytes = 0.0
+        moe_f = moe_b = 0.0
 
     fwd_gemm = dgrad = wgrad = 0.0
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
-    for i, (batch, mm, nn, kk) in enumerate(gemms):
-        expert = moe and i in (3, 4)  # the routed experts' grouped GEMMs (distcalc.compute.grouped)
-        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if expert
+    for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
+        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
                      else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
         gemm_outputs = gemm_outputs + np.multiply(batch, np.multiply(mm, nn))
-    fp8_casts = len(gemms) if device.quantize_bytes_per_element else 0
+    fp8_casts = len(gemms) + len(experts) if device.quantize_bytes_per_element else 0
 
-    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention)
+    attn_fwd, attn_bwd = _attention_core(dims, device, b, s, t, cp, flash_attention, cp_split)
 
     drop = 1.0 if dims.hidden_dropout else 0.0
     eager = device.eager_elementwise
     act_fwd_b, act_bwd_b = (EAGER_SWIGLU_BYTES if eager else (6.0, 10.0)) if dims.gated else (4.0, 6.0)
     norm_fwd_b, norm_bwd_b = EAGER_RMSNORM_BYTES if eager and dims.rmsnorm else (4.0, 8.0)
     rope_b = EAGER_ROPE_BYTES if eager else 4.0
-    rope_elements = tokens * (dims.heads + dims.kv_heads) * dims.head_dim / np.asarray(t, dtype=float) \
-        if dims.rope else 0.0
+    rope_elements = projections.rope_elements
+    latent = projections.latent_norm_elements  # MLA's latent RMSNorms (distcalc.compute.mla)
     fwd_bytes = (stream * (2 * norm_fwd_b + 2 * (6.0 + drop)) + act_elements * act_fwd_b + rope_elements * rope_b
-                 + permute_bytes)
+                 + latent * norm_fwd_b)
     bwd_bytes = (stream * (2 * norm_bwd_b + 2 * 5.0) + act_elements * act_bwd_b + rope_elements * rope_b
-                 + permute_bytes)
+                 + latent * norm_bwd_b)
     if fp8_casts:
         fwd_bytes = fwd_bytes + device.quantize_bytes_per_element * gemm_inputs
         bwd_bytes = bwd_bytes + device.quantize_bytes_per_element * gemm_outputs
     eager_kernels = sum(n for op, n in EAGER_EXTRA_KERNELS.items()
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
-    kernels = 5 + (1 if dims.rope else 0) + (2 if moe else 0) + fp8_casts + eager_kernels
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels)
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels)
+    kernels = 5 + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el
     r = np.asarray(recompute)
     flash = np.asarray(flash_attention) != 0
-    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, 0.0))
+    op_sac = op_sac_recompute_gemm_s(dims, device, tokens, t, moe) + fwd_el + np.where(flash, 0.0, attn_fwd)
+    recompute_s = np.where(r == 2, forward, np.where((r == 1) & ~flash, attn_fwd, np.where(r == 3, op_sac, 0.0)))
     return LayerTimes(forward_s=forward, backward_s=backward, recompute_s=recompute_s,
                       forward_gemm_s=fwd_gemm, forward_attention_s=attn_fwd, forward_elementwise_s=fwd_el,
                       backward_wgrad_s=wgrad, backward_dgrad_s=dgrad)
+
+
+def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, tp: ArrayLike,
+                            moe: bool = False) -> ArrayLike:
+    """Forward seconds of the projections op-level selective checkpointing recomputes (every second
+    ``aten.mm`` of the block, :func:`distcalc.op_checkpoint.op_sac_split`), TP-split as Megatron/DTensor
+    split them (column-parallel outputs, row-parallel inputs)."""
+    projections = block_projections(dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.v_head_dim,
+                                    dims.ffn, dims.gated, with_mlp=not moe)
+    total = 0.0
+    for p in op_sac_split(projections)[1]:
+        out_w = p.out_width if p.row_parallel else np.divide(p.out_width, tp)
+        in_w = np.divide(p.in_width, tp) if p.row_parallel else p.in_width
+        total = total + gemm_time_s(1, tokens, out_w, in_w, device)
+    return total
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from distcalc.analyze import AnalyzeOptions, ContextParallelAlgorithm, ElementwiseKernels, StepReport, analyze
+from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
+                              FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.hardware_choice import Hardware, resolve_hardware
@@ -66,12 +67,18 @@ class AnalyzeRequest(PipelineRequest):
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
+    moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
+    moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
+                                                description="MoE dropless: busiest EP rank / mean routed tokens")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
                                     description="compute slowdown beside an overlapped DP/FSDP/CP collective")
     grad_reduce_bytes: int = Field(4, ge=1, le=8, description="bytes per gradient element in DP/FSDP reduction")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
+    attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
+                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -121,11 +128,14 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, cp_algorithm=request.cp_algorithm,
+                             moe_capacity_factor=request.moe_capacity_factor,
+                             moe_load_imbalance=request.moe_load_imbalance,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
-                             elementwise_kernels=request.elementwise_kernels,
+                             elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
+                             attention_kernel=request.attention_kernel,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

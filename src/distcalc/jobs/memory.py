@@ -43,6 +43,7 @@ class MemoryRequest(PipelineRequest):
     comm_buffer: str = "512MiB"
     cuda_context: str = "512MiB"
     allocator_reserve: float = 0.05
+    moe_token_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE busiest-rank routed tokens / mean")
 
 
 def size_or_zero(text: str) -> int:
@@ -76,7 +77,8 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
     options = MemoryOptions(recipe=request.recipe,
                             comm_buffer_bytes=parse_option(size_or_zero, request.comm_buffer, "--comm-buffer"),
                             cuda_context_bytes=parse_option(size_or_zero, request.cuda_context, "--cuda-context"),
-                            allocator_reserve_fraction=request.allocator_reserve)
+                            allocator_reserve_fraction=request.allocator_reserve,
+                            moe_token_factor=request.moe_token_factor)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

@@ -52,7 +52,7 @@ def nccl_record(estimate: NcclEstimate, kind: str, gpus: int) -> dict:
     """One ``results`` entry (design §4 keys plus the NCCL fields)."""
     algbw, busbw = algbw_busbw(kind, estimate.size_bytes, estimate.time_s, gpus)
     out = estimate.as_dict()
-    out.update(size_bytes=estimate.size_bytes, formula_id=f"NCCL {estimate.version.value} tuning model",
+    out.update(size_bytes=estimate.size_bytes, formula_id=f"NCCL {estimate.version.value} model",
                bytes_sent_per_gpu=busbw_factor(kind, gpus) * estimate.size_bytes, algbw_bytes_per_s=algbw,
                busbw_bytes_per_s=busbw)
     return out

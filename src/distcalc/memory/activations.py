@@ -16,19 +16,30 @@ linear inputs and dropout masks (10·sbh) are replicated on every TP rank; the r
 Generalisations used here (they reduce to Table 2 for GPT-3-style models):
 
 * **GQA / MLA**: Q is ``2·s·b·a·d_qk``, K ``2·s·b·g·d_qk``, V ``2·s·b·g·d_v``, context ``2·s·b·a·d_v``
-  (g KV heads; MLA is approximated as g = a heads with d_qk = nope + rope and d_v, its compressed latents ignored).
+  (g KV heads; MLA decompresses K and V for every head, g = a, d_qk = nope + rope); MLA also stores its query
+  and key/value latents twice (the latent RMSNorm's input and the up projection's input, 2 B each per element
+  of ``r_q + r_kv``), whole on every TP rank: the down projections run duplicated on the gathered tokens
+  (:mod:`distcalc.compute.mla`).
 * **MLP width f**: non-gated stores ``4·s·b·f`` (activation input and output); gated (SwiGLU) stores
   ``6·s·b·f`` (gate and up outputs 4sbf, product 2sbf), as Megatron-core's ``bias_swiglu`` saves its input.
-* **MoE** layers: each of the k routed copies of a token stores the expert input 2h, the expert output 2h
-  (for the weighted combine) and the expert MLP ``(6 or 4)·f_e``, divided by t (expert TP = TP; tokens are
-  spread evenly over EP ranks, so each GPU sees k·s·b assignments); shared experts as a dense MLP of width
-  f_s; the router's fp32 probabilities ``4·s·b·E``.
+* **MoE** layers: each of the k·c routed copies of a token (c: the capacity factor the inputs are padded to,
+  or the busiest EP rank's load / the mean with dropless routing; ``moe_token_factor``) stores the expert
+  input 2h, the expert output 2h (for the weighted combine) and the expert MLP ``(6 or 4)·f_e``; the MLP and
+  the output are divided by t, the input is not — expert TP = TP AllGathers the dispatched copies over the TP
+  group and the grouped GEMM saves the gathered input (:mod:`distcalc.analyze.moe_tp`); tokens are spread
+  evenly over EP ranks, so each GPU sees k·s·b assignments; shared experts as a dense MLP of width f_s; the
+  router's fp32 probabilities ``4·s·b·E``.
 * **Dropout** masks (1 B/element) are stored only when the model's dropout probability is > 0 (Llama-style
   models train without dropout).
 * **Flash attention** never stores the ``a·s²·b`` terms; it saves the fp32 softmax statistics ``4·a·s·b``.
 * **Selective recompute** drops the ``a·s²·b`` terms (recomputed in backward); **full recompute** keeps the
   layer input ``2·s·b·h`` (split by t under SP, as Megatron checkpoints the SP-sharded hidden state). The
   activations recomputed for one layer and one micro-batch are a separate *recompute workspace* line.
+* **Op-level selective recompute** (torchtitan, :mod:`distcalc.op_checkpoint`) keeps the block input
+  ``2·s·b·h`` (split by t under SP), the outputs of the projections it saves (Llama: wq ``2·s·b·a·d_qk``,
+  wv ``2·s·b·g·d_v``, w1 ``2·s·b·f`` split by t; w2 ``2·s·b·h``, split by t under SP) and, with flash
+  attention, the SDPA output ``2·s·b·a·d_v`` and its fp32 statistics; the rest is recomputed. MoE layers keep
+  their MoE MLP as without recompute (their experts are not ``aten.mm`` calls the policy counts).
 * **Context parallelism** divides the sequence: every term uses s/cp tokens; scores use (s/cp)·s.
 
 Every function takes plain numbers or NumPy arrays (elementwise; flags as bools / 0-1 arrays).
@@ -39,9 +50,11 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.memory.dims import ModelDims
+from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import (
     RECOMPUTE_FULL,
     RECOMPUTE_SELECTIVE,
+    RECOMPUTE_SELECTIVE_OP,
     SCHEDULE_GPIPE,
     SCHEDULE_INTERLEAVED,
     SCHEDULE_ZB_H2,
@@ -58,11 +71,13 @@ def _as(x):
     return np.asarray(x, dtype=float)
 
 
-def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash):
+def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, sequence_parallel, recompute, flash,
+                           moe_token_factor=1.0):
     """(stored, recompute_workspace) bytes of one transformer layer for one micro-batch on one GPU.
 
     ``moe`` selects the MoE or the dense MLP; ``recompute`` is the :class:`~distcalc.parallel.Recompute`
-    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays. See the module docstring."""
+    code (0 none, 1 selective, 2 full); other flags are bools or 0/1 arrays; ``moe_token_factor`` the routed
+    slots per mean routed token. See the module docstring."""
     s, b, t = _as(seq_len), _as(micro_batch), _as(tp)
     s_local = s / _as(cp)
     tokens = s_local * b
@@ -80,17 +95,33 @@ def layer_activation_bytes(dims: ModelDims, moe, seq_len, micro_batch, tp, cp, s
     replicated = replicated + tokens * h * (2 * ACT_BYTES + mask)  # norm input, first-linear input, dropout mask
     per_width = (3.0 if dims.gated else 2.0) * ACT_BYTES  # 6 (gated) or 4 bytes per intermediate element
     dense_mlp = tokens * per_width * dims.ffn
-    k = dims.experts_per_token
-    moe_mlp = tokens * (k * (2 * ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    k = dims.experts_per_token * _as(moe_token_factor)
+    moe_mlp = tokens * (k * (ACT_BYTES * h + per_width * dims.expert_ffn) + per_width * dims.shared_ffn)
+    expert_input = np.where(moe, tokens * k * ACT_BYTES * h, 0.0)  # gathered over expert TP: not split by t
+    latents = 2 * ACT_BYTES * tokens * dims.mla_latent  # MLA latents: duplicated on every TP rank
     router = FP32_BYTES * tokens * dims.experts
     mlp_split = np.where(moe, moe_mlp, dense_mlp)
     replicated = replicated + np.where(moe, router, 0.0)
-    full_layer = replicated / t_rep + (split + mlp_split + core) / t
+    full_layer = replicated / t_rep + (split + mlp_split + core) / t + expert_input + latents
     selective = full_layer - np.where(flash, 0.0, scores) / t
     checkpoint = ACT_BYTES * tokens * h / t_rep
+    op_sac = checkpoint + _op_sac_saved_bytes(dims, moe, tokens, t, t_rep, flash) + np.where(
+        moe, (tokens * h * (2 * ACT_BYTES + mask) + router) / t_rep + moe_mlp / t, 0.0)
     code = np.asarray(recompute)
-    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective, full_layer))
-    return stored, full_layer - stored
+    stored = np.where(code == RECOMPUTE_FULL, checkpoint, np.where(code == RECOMPUTE_SELECTIVE, selective,
+                      np.where(code == RECOMPUTE_SELECTIVE_OP, op_sac, full_layer)))
+    return stored, np.maximum(full_layer - stored, 0.0)
+
+
+def _op_sac_saved_bytes(dims: ModelDims, moe, tokens, t, t_rep, flash):
+    """Bytes op-level selective checkpointing saves besides the block input: the saved projections' outputs
+    (column-parallel split by t; row-parallel outputs, reduce-scattered under SP, by ``t_rep``) and, with
+    flash attention, the SDPA output and fp32 log-sum-exp (module docstring)."""
+    projections = block_projections(int(dims.hidden), int(dims.heads), int(dims.kv_heads), int(dims.qk_head),
+                                    int(dims.v_head), int(dims.ffn), dims.gated, with_mlp=not np.all(moe))
+    saved = sum(ACT_BYTES * tokens * p.out_width / (t_rep if p.row_parallel else t) for p in op_sac_split(projections)[0])
+    sdpa = tokens * dims.heads * (ACT_BYTES * dims.v_head + FP32_BYTES) / t
+    return saved + np.where(flash, sdpa, 0.0)
 
 
 def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):

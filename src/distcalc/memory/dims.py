@@ -55,6 +55,7 @@ class ModelDims:
     final_norm: float
     tied: bool
     moe_cumulative: np.ndarray  # moe_cumulative[k] = MoE layers among layers 0..k-1 (length L+1)
+    mla_latent: float = 0.0  # MLA: query + key/value latent widths r_q + r_kv (0 without MLA)
 
     @property
     def uniform(self) -> bool:
@@ -105,4 +106,5 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         final_norm=float(norm_parameters(spec)),
         tied=spec.tie_word_embeddings,
         moe_cumulative=np.concatenate([[0], np.cumsum(moe_flags)]),
+        mla_latent=float((spec.q_lora_rank or 0) + (spec.kv_lora_rank or 0)) if spec.is_mla else 0.0,
     )

@@ -24,6 +24,8 @@ class MemoryOptions(BaseModel):
       everything else. Stated assumption.
     * ``zero3_prefetch_layers`` 1: under ZeRO-3 the weights of this many layers are all-gathered in full
       (16-bit) at a time, on top of the shards.
+    * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
+      :func:`distcalc.analyze.options.moe_slot_factor`).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -33,3 +35,5 @@ class MemoryOptions(BaseModel):
     cuda_context_bytes: int = Field(512 * MIB, ge=0, description="CUDA context and library workspaces, bytes")
     allocator_reserve_fraction: float = Field(0.05, ge=0, lt=1, description="allocator fragmentation reserve")
     zero3_prefetch_layers: int = Field(1, ge=0, description="layers all-gathered at once under ZeRO-3")
+    moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
+                                    "mean routed token (capacity factor, or dropless load imbalance)")

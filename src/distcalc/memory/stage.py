@@ -87,7 +87,8 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     has_moe = dims.moe_cumulative[-1] > 0
     act = dict(seq_len=seq_len, micro_batch=micro_batch, tp=tp, cp=cp, sequence_parallel=sequence_parallel)
     stored_dense, work_dense = layer_activation_bytes(dims, False, recompute=recompute, flash=flash, **act)
-    stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash, **act)
+    stored_moe, work_moe = (layer_activation_bytes(dims, True, recompute=recompute, flash=flash,
+                                                   moe_token_factor=options.moe_token_factor, **act)
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, **act)
     per_param = weight_bytes, gradient_bytes, optimizer_bytes

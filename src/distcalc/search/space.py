@@ -53,6 +53,7 @@ COLUMNS = ("tp", "pp", "dp", "cp", "ep", "vpp", "micro_batch", "zero", "recomput
            "account_for_embedding_and_loss")  # new columns go last: CSV / JSON column order is kept
 # Not searched and not columns of the results: the uneven ends (SpaceChoices.first/last_stage_layers) are one
 # value per search; the configuration arrays carry them (0 where pp = 1) for the memory and step-time models.
+#: Megatron-LM's recompute modes; torchtitan's op-level "selective-op" is analysed, not searched (its code 3 is no index here)
 RECOMPUTE_CHOICES = ("none", "selective", "full")
 SCHEDULE_CHOICES = ("gpipe", "1f1b", "interleaved", "zero-bubble", "zb-h2", "zb-v", "dualpipe", "dualpipev",
                     "zb-h1")

@@ -139,7 +139,7 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
     try:
         schedule = generate_schedule(kind.value, name, topo, float(size_bytes), segments, pick)
         check_schedule(kind.value, name, schedule.nodes, schedule.chunks, int(schedule.src.size),
-                       elements_per_chunk if verify else 0)
+                       elements_per_chunk if verify else 0, schedule.steps * len(topo.links()))
         execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify)
     except MemoryError:  # the exact size is known only while generating: report it, never a traceback
         raise out_of_memory(kind.value, name, topo.gpus) from None

@@ -6,8 +6,13 @@ five copies: data, buffers, expected values, snapshots). Both are bounded from b
 generated (:func:`check_before_generation`: a case refused there cannot fit whatever the schedule) and
 checked exactly before execution (:func:`check_schedule`), against :func:`memory_budget_bytes`.
 
-:data:`BYTES_PER_TRANSFER` is measured: ``distcalc simulate all-reduce --gpus 4096`` (ring on a switch,
-2·4096·4095 = 33.5 M transfers) reached 10.3 GB resident before it was stopped, about 320 B per transfer.
+:data:`BYTES_PER_TRANSFER` and :data:`BYTES_PER_STEP_LINK` are measured: ring All-Reduce on a switch
+(``simulate("all-reduce", 1 GiB, switch, "ring")``, peak resident set of the whole process) took 497 MB at
+1,024 ranks (2.1 M transfers), 882 MB at 1,400 (3.9 M) and 1,753 MB at 2,048 (8.4 M): 190–195 B per
+transfer once the per-step link-load matrix (``steps × links`` float64 plus the bincount it is built from,
+16 B per entry: 134 MB twice at 2,048 ranks) and the interpreter (~60 MB) are taken out; 200 B is kept.
+(Before the matrix was counted separately, ``--gpus 4096`` — 33.5 M transfers, a 537 MB matrix — was
+measured at 10.3 GB resident, about 320 B per transfer all included.)
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ import os
 from distcalc.errors import ConfigError
 
 #: Resident bytes per schedule row, generated + routed + timed (measured, module docstring).
-BYTES_PER_TRANSFER = 320
+BYTES_PER_TRANSFER = 200
+#: Resident bytes per (step, link) entry of the routed link loads (float64 matrix + its bincount).
+BYTES_PER_STEP_LINK = 16
 #: float64 copies of the executed buffers alive at once (data, buffers, expected, snapshot, comparison).
 BUFFER_COPIES = 5
+#: Provenance check of All-to-All: chunk ids, first-acquisition keys and steps, sort order (int64 each), and
+#: the sender/receiver arrays: 8 int64 per chunk, counted, not measured.
+PROVENANCE_BYTES_PER_CHUNK = 64
 #: Upper end of the budget: a simulation is a check of an algorithm, not a big-data job.
 MAX_BUDGET_BYTES = 2 << 30
 #: Most simulated ranks (the analytic ``distcalc collective`` takes up to 2^20): some schedules hold N² index
@@ -81,6 +91,17 @@ def transfers_lower_bound(kind: str, algorithm: str, gpus: int) -> int:
     return n - 1
 
 
+def executed_bytes(kind: str, nodes: int, chunks: int, elements: int) -> float:
+    """Memory of executing the schedule: dense float64 buffers (``nodes × chunks × elements``, about
+    :data:`BUFFER_COPIES` copies), or for All-to-All, checked by provenance, a few int64 arrays per chunk
+    (:data:`PROVENANCE_BYTES_PER_CHUNK`; its per-transfer arrays are inside :data:`BYTES_PER_TRANSFER`)."""
+    if elements == 0:
+        return 0.0
+    if kind == "all-to-all":
+        return float(chunks) * PROVENANCE_BYTES_PER_CHUNK
+    return float(nodes) * chunks * elements * 8 * BUFFER_COPIES
+
+
 def check_before_generation(kind: str, algorithm: str, gpus: int, elements: int) -> None:
     """Refuse, before the schedule is generated, a case whose *least* possible cost (the transfers of
     :func:`transfers_lower_bound`, the buffers of :func:`chunks_lower_bound`) already exceeds the budget."""
@@ -89,7 +110,7 @@ def check_before_generation(kind: str, algorithm: str, gpus: int, elements: int)
     if transfers * BYTES_PER_TRANSFER > budget:
         raise _refuse(f"{kind} ({algorithm}) on {gpus:,} GPUs (at least {transfers:,} transfers)",
                       transfers * BYTES_PER_TRANSFER, budget)
-    buffers = float(gpus) * chunks_lower_bound(kind, gpus) * elements * 8 * BUFFER_COPIES
+    buffers = executed_bytes(kind, gpus, chunks_lower_bound(kind, gpus), elements)
     if buffers > budget:
         raise _refuse(f"{kind} on {gpus:,} GPUs with --elements {elements:,} (executed buffers)", buffers, budget)
 
@@ -100,10 +121,13 @@ def out_of_memory(kind: str, algorithm: str, gpus: int) -> ConfigError:
                        "--elements (the analytic `distcalc collective` has no such limit)")
 
 
-def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int) -> None:
-    """The exact check once the schedule exists, before it is executed and routed."""
+def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int,
+                   step_links: int = 0) -> None:
+    """The exact check once the schedule exists, before it is executed and routed (``step_links``: steps ×
+    directed links of the topology, the size of the link-load matrix)."""
     budget = memory_budget_bytes()
-    need = transfers * BYTES_PER_TRANSFER + float(nodes) * chunks * elements * 8 * BUFFER_COPIES
+    need = (transfers * BYTES_PER_TRANSFER + float(step_links) * BYTES_PER_STEP_LINK
+            + executed_bytes(kind, nodes, chunks, elements))
     if need > budget:
         raise _refuse(f"{kind} ({algorithm}) with {transfers:,} transfers over {chunks:,} chunks × {elements:,} "
                       "elements", need, budget)

@@ -88,6 +88,24 @@ class Router:
         return [topo.link(a, b) for a, b in zip(nodes, nodes[1:])]
 
 
+def _pair_routes(router: Router, pairs: np.ndarray, nodes: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(links per route, concatenated link indices, latency) of every distinct pair key ``(src·nodes + dst)·2
+    + tie``. GPU pairs on a switch are GPU→switch→GPU, built as arrays (an All-to-All on 1,024 ranks has a
+    million pairs); every other route goes through :meth:`Router.route`."""
+    topo = router.topo
+    src, dst = pairs // 2 // nodes, pairs // 2 % nodes
+    if topo.kind == TopologyKind.SWITCH and pairs.size and src.max() < topo.gpus and dst.max() < topo.gpus:
+        up = np.array([router.index[(r, "switch")] for r in range(topo.gpus)], dtype=np.int64)
+        down = np.array([router.index[("switch", r)] for r in range(topo.gpus)], dtype=np.int64)
+        link_latency = np.array([_link_step_latency(lk) for lk in router.links])
+        hops = np.stack([up[src], down[dst]], axis=1)
+        return (np.full(pairs.size, 2, dtype=np.int64), hops.ravel(),
+                np.maximum(link_latency[hops[:, 0]], link_latency[hops[:, 1]]))
+    routes = [router.route(int(a), int(b), int(t)) for a, b, t in zip(src, dst, pairs % 2)]
+    return (np.array([r[0].size for r in routes], dtype=np.int64), np.concatenate([r[0] for r in routes]),
+            np.array([r[1] for r in routes]))
+
+
 def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
     """Bytes per (step, link), α per step, and bytes sent per node, fully vectorised over transfers."""
     router = Router(topo, schedule.extra_nodes)
@@ -109,21 +127,28 @@ def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
     per_key = np.bincount(key, minlength=steps * pairs.size)
     keys = np.flatnonzero(per_key)
     count = per_key[keys]
-    key_step, key_pair = keys // pairs.size, keys % pairs.size
+    key_step, key_pair = np.divmod(keys, pairs.size)
     # routes of the distinct pairs as CSR (pair → links)
-    routes = [router.route(int(p // 2 // nodes), int(p // 2 % nodes), int(p % 2)) for p in pairs]
-    lengths = np.array([r[0].size for r in routes], dtype=np.int64)
+    lengths, flat, pair_latency = _pair_routes(router, pairs, nodes)
     ptr = np.concatenate([[0], np.cumsum(lengths)])
-    flat = np.concatenate([r[0] for r in routes])
-    pair_latency = np.array([r[1] for r in routes])
-    # expand every (step, pair) to its links
-    reps = lengths[key_pair]
-    entry_step = np.repeat(key_step, reps)
-    entry_bytes = np.repeat(count * schedule.chunk_bytes, reps)
-    offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-    entry_link = flat[np.repeat(ptr[key_pair], reps) + offsets]
-    loads = np.bincount(entry_step * n_links + entry_link, weights=entry_bytes,
-                        minlength=steps * n_links).reshape(steps, n_links)
+    weights = count * schedule.chunk_bytes
+    if lengths.size and np.all(lengths == lengths[0]):
+        # every route has the same number of links (switch: 2, neighbour rings: 1): add each link position
+        # of the routes in turn, without expanding the (step, pair) entries
+        hops = flat.reshape(lengths.size, int(lengths[0]))
+        base = key_step * n_links
+        loads = np.bincount(base + hops[key_pair, 0], weights=weights, minlength=steps * n_links)
+        for position in range(1, hops.shape[1]):
+            loads += np.bincount(base + hops[key_pair, position], weights=weights, minlength=steps * n_links)
+        loads = loads.reshape(steps, n_links)
+    else:  # expand every (step, pair) to its links
+        reps = lengths[key_pair]
+        entry_step = np.repeat(key_step, reps)
+        entry_bytes = np.repeat(weights, reps)
+        offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
+        entry_link = flat[np.repeat(ptr[key_pair], reps) + offsets]
+        loads = np.bincount(entry_step * n_links + entry_link, weights=entry_bytes,
+                            minlength=steps * n_links).reshape(steps, n_links)
     step_latency = np.zeros(steps)
     np.maximum.at(step_latency, key_step, pair_latency[key_pair])
     return LinkLoads(router.links, loads, step_latency, bandwidth, sent)

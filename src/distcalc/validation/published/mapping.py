@@ -18,7 +18,8 @@ Rules, column by column:
   fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
 * Parallel configuration: tp/pp/dp/cp/ep/vpp, micro-batch (printed or the row's ``assumed_micro_batch``),
   global batch, sequence length, recompute (``not printed`` → none: the NeMo/Megatron-Bridge performance
-  recipes of these sizes run without recomputation), sequence parallelism, flash attention (``unknown`` →
+  recipes of these sizes run without recomputation; selective with ``recompute_detail`` "op-level" →
+  ``selective-op``, torchtitan's op-level selective AC), sequence parallelism, flash attention (``unknown`` →
   on), ZeRO: ``fsdp`` → ZeRO-3; Megatron's distributed optimizer → ``distributed_optimizer``; DeepSpeed
   ZeRO-1 → ``zero`` 1. The schedule named in ``config_details`` (Zero Bubble rows) or interleaved when
   vpp > 1. "first and last PP stage hold one layer fewer" → ``account_for_embedding_and_loss``.
@@ -28,7 +29,15 @@ Rules, column by column:
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_overlap_efficiency`` 1; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
-  torchtitan → ``elementwise_kernels`` eager (its presets run PyTorch-eager RMSNorm, SwiGLU and RoPE).
+  NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
+  ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
+  we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
+  so TransformerEngine runs the FlashAttention-2 package instead of cuDNN attention.
+  torchtitan and IBM fms-fsdp (the 2024 FSDP blog's runs, before its torch.compile follow-up) →
+  ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
+  FlashAttention-2 kernel.
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
   16 bit (``grad_reduce_bytes`` 2). Megatron-DeepSpeed in bf16 with ZeRO 0 runs DeepSpeed's ``BF16_Optimizer``
   ("ZERO_STAGE=0 # important: bf16 must use z0! it implements its own zero stage 1 equivalent", BigScience
@@ -63,7 +72,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import ContextParallelAlgorithm, ElementwiseKernels
+from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
@@ -213,6 +222,8 @@ def cluster_spec(run: PublishedRun) -> ClusterSpec:
 
 
 def _recompute(run: PublishedRun) -> tuple[Recompute, str | None]:
+    if run.recompute.lower() == "selective" and "op-level" in run.recompute_detail:
+        return Recompute.SELECTIVE_OP, None  # torchtitan's op-level selective AC (distcalc.op_checkpoint)
     for value in Recompute:  # "full", "selective (op-level)", ...
         if run.recompute.lower().startswith(value.value):
             return value, None
@@ -284,6 +295,21 @@ def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
 
 
+# NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
+NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
+
+
+def attention_kernel(run: PublishedRun) -> AttentionKernel:
+    """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
+    flash backend ("SDPA flash": FlashAttention-2 kernels), else fused."""
+    if "SDPA flash" in run.config_details:
+        return AttentionKernel.FLASH2
+    match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
+    if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
+        return AttentionKernel.FLASH2
+    return AttentionKernel.FUSED
+
+
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
@@ -303,8 +329,15 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
         grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
-        # not "fused_rmsnorm"; no compile); IBM's fms-fsdp rows do not say, so they keep fused kernels
-        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework else ElementwiseKernels.FUSED,
+        # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
+        # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
+        # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
+        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework or "fms-fsdp" in run.framework
+        else ElementwiseKernels.FUSED,
+        # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
+        # (IBM fms-fsdp) and ZeRO gather into flat buffers
+        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        attention_kernel=attention_kernel(run),
     )
 
 

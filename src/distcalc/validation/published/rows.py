@@ -65,6 +65,7 @@ class PublishedRun:
     micro_batch_assumed: bool
     global_batch: int | None
     recompute: str
+    recompute_detail: str
     flash_attention: bool | None
     sequence_parallel: bool | None
     zero_stage: int
@@ -128,7 +129,7 @@ def parse_row(raw: dict[str, str]) -> PublishedRun:
         tp=number("tp") or 1, pp=number("pp") or 1, dp=number("dp"), cp=number("cp") or 1, vpp=number("vpp"),
         micro_batch=micro_batch if micro_batch is not None else number("assumed_micro_batch"),
         micro_batch_assumed=micro_batch is None, global_batch=number("global_batch"),
-        recompute=text("recompute"), flash_attention=_bool(text("flash_attention")),
+        recompute=text("recompute"), recompute_detail=text("recompute_detail"), flash_attention=_bool(text("flash_attention")),
         sequence_parallel=_bool(text("sequence_parallel")), zero_stage=number("zero_stage") or 0,
         fsdp=_bool(text("fsdp")), distributed_optimizer=_bool(text("distributed_optimizer")),
         dp_comm_overlap=_bool(text("dp_comm_overlap")), tp_comm_overlap=text("tp_comm_overlap"),

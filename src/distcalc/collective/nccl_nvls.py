@@ -1,0 +1,102 @@
+"""How NCCL's NVLS all-reduce kernel runs on an NVSwitch node: loops of chunks through a two-stage pipeline.
+
+NCCL's tuner (``ncclTopoGetAlgoTime``) prices NVLS as ``latency + nBytes / bandwidth``; the kernel does not run
+that way. Re-expressed from NCCL's published source (github.com/NVIDIA/nccl, tags v2.18.5-1 and v2.20.5-1):
+
+* ``src/enqueue.cc`` (``computeColl``): the chunk is ``min(stepSize·chunkSteps, 128 KiB)`` (2.20.5: 32 KiB
+  across nodes when NCCL's NVLS bandwidth is < 150 GB/s), then shrinks to 64 KiB when
+  ``nBytes < 64·concurrentOps·chunk``, to 32 KiB when ``< 8·concurrentOps·chunk`` and to 16 KiB when
+  ``< 2·concurrentOps·chunk``, with ``concurrentOps = nChannels × nvls.nHeads`` (16 channels × 8 heads = 128 on
+  an 8-GPU node).
+* ``src/collectives/device/all_reduce.h`` (2.18.5, ``RunWorkElement<…, NCCL_ALGO_NVLS, NCCL_PROTO_SIMPLE>``):
+  every channel walks the buffer in loops of ``loopSize = nChannels · nHeads · chunk`` bytes; scatter, reduce
+  (``multimem`` load-reduce / store through the switch) and gather warps work concurrently on consecutive
+  chunks, each chunk handed over through the Simple protocol's step flags.
+
+So the time is ``latency + (loops + 1) · step + (c + min(c, nHeads · chunk)) · nChannels / bandwidth`` with
+``c`` the bytes of the busiest channel (:func:`channel_bytes`, per release) and ``bandwidth / nChannels`` one
+channel's share: ``loops = ⌈nBytes / loopSize⌉`` hand-overs of one Simple step each, and one loop of the
+channel's data that is not overlapped (the first loop's scatter and the last loop's gather run alone: the
+two-stage pipeline's fill and drain, an approximation of the three concurrent warp groups). Constants, none
+fitted to a measurement series:
+
+* ``latency``: NCCL's own NVLS latency (tuning.cc; 23 µs in both releases);
+* ``step``: NCCL's per-step latency of the Simple protocol on NVLink (tuning.cc ``hwLat[NVLINK][RING][SIMPLE]``
+  = 3.4 µs), the cost of one flag hand-over;
+* ``bandwidth``: the peak NVLS all-reduce algorithm bandwidth NCCL's maintainer gives for one 8-GPU H100 node,
+  "peak busBw of ~480GB/s (algbw ~275GB/s)" (S. Jeaugey, NVIDIA/nccl-tests issue #212, 2024-05-06), which is
+  1.031× NCCL's tuner bandwidth for that node (8 × 40 GB/s × 5/6 = 266.7 GB/s); other NVLS nodes take their
+  tuner bandwidth × the same 275 / 266.7. A measured peak already contains one step per loop of full-size
+  (128 KiB) chunks, so the rate data moves at is ``1 / (1/peak − step / (nChannels · nHeads · 128 KiB))``
+  (291 GB/s on 8 H100s): large messages come out at the peak, smaller chunks pay their extra steps.
+
+Scope: AllReduce. Across nodes (:func:`distcalc.collective.nccl_tuner.nccl_estimate`) the node-local
+stages are timed this way with NCCL's latency of the algorithm (network hops included) and the bandwidth
+term is never below NCCL's own; NVLS-Tree uses the NVLS chunk rules (its own, larger chunks are not
+modelled). NVLS AllGather / ReduceScatter keep NCCL's tuner time.
+"""
+
+from __future__ import annotations
+
+import math
+
+from distcalc.collective.nccl_constants import (
+    CONSTANTS, NVLS_CHUNK_SHRINK, NVLS_MAX_CHUNK_BYTES, NVLS_MULTINODE_SLOW_CHUNK_BYTES,
+    NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, NcclAlgo, NcclHw, NcclProto, NcclVersion,
+)
+
+US = 1e-6
+GB = 1e9
+
+
+def nvls_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, heads: int, nodes: int = 1,
+                     nvls_bandwidth_gbps: float = float("inf")) -> int:
+    """computeColl's NVLS chunk size (bytes) for an operation of ``size_bytes`` (``nvls_bandwidth_gbps``:
+    NCCL's ``comm->bandwidths[AllReduce][NVLS][Simple]``, read across nodes only)."""
+    chunk = NVLS_MAX_CHUNK_BYTES
+    if version != NcclVersion.V2_18_5 and nodes > 1 and nvls_bandwidth_gbps < NVLS_MULTINODE_SLOW_GBPS:
+        chunk = NVLS_MULTINODE_SLOW_CHUNK_BYTES
+    concurrent_ops = channels * heads
+    for multiple, smaller in NVLS_CHUNK_SHRINK:
+        if size_bytes < multiple * concurrent_ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def nvls_allreduce_terms_s(version: NcclVersion, size_bytes: float, channels: int, heads: int,
+                           latency_us: float, tuner_bandwidth_gbps: float,
+                           reference_tuner_bandwidth_gbps: float, nodes: int = 1,
+                           nvls_bandwidth_gbps: float = float("inf")) -> tuple[float, float]:
+    """(latency term, bandwidth term) in seconds of one NVLS all-reduce's node-local stages (module docstring).
+
+    ``tuner_bandwidth_gbps``: NCCL's NVLS algorithm bandwidth for one node; ``reference_…``: the same for one
+    8-GPU H100 node under ``version`` (the maintainer's 275 GB/s is measured there); ``nodes`` and
+    ``nvls_bandwidth_gbps`` (NCCL's NVLS bandwidth of the whole communicator) set the chunk across nodes."""
+    if size_bytes <= 0:
+        return 0.0, 0.0
+    chunk = nvls_chunk_bytes(version, size_bytes, channels, heads, nodes, nvls_bandwidth_gbps)
+    channel_loop_bytes = heads * chunk
+    loops = math.ceil(size_bytes / (channels * channel_loop_bytes))
+    busiest = channel_bytes(version, size_bytes, channels, channel_loop_bytes)
+    step_us = CONSTANTS[version].hw_latency_us[NcclHw.NVLINK][(NcclAlgo.RING, NcclProto.SIMPLE)]
+    peak = tuner_bandwidth_gbps * NVLS_PEAK_ALGBW_8XH100_GBPS / reference_tuner_bandwidth_gbps * GB
+    # The measured peak includes one step per full-size loop: the wire rate is what is left without it.
+    full_loop_bytes = channels * heads * NVLS_MAX_CHUNK_BYTES
+    bandwidth = 1.0 / (1.0 / peak - step_us * US / full_loop_bytes)
+    latency_s = (latency_us + (loops + 1) * step_us) * US
+    return latency_s, (busiest + min(busiest, channel_loop_bytes)) * channels / bandwidth
+
+
+def channel_bytes(version: NcclVersion, size_bytes: float, channels: int, channel_loop_bytes: int) -> float:
+    """Bytes the busiest channel carries. 2.20.5 splits the operation evenly over the channels (enqueue.cc
+    ``countPerChannels = ⌈count / nChannels⌉``); 2.18.5 hands out ``nHeads × chunk`` per channel per loop from
+    offset ``bid · nHeads · chunk`` (all_reduce.h), so a message below one loop runs on the first channels
+    only and channel 0 carries up to a full ``nHeads × chunk`` in every loop."""
+    if CONSTANTS[version].nvls_even_channel_split:
+        return size_bytes / channels
+    loop_bytes = channels * channel_loop_bytes
+    full_loops, rest = divmod(size_bytes, loop_bytes)
+    return full_loops * channel_loop_bytes + min(rest, channel_loop_bytes)
+
+
+__all__ = ["channel_bytes", "nvls_allreduce_terms_s", "nvls_chunk_bytes"]
