@@ -218,7 +218,7 @@ def pp_boundary_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: Arr
 
 def dp_gradient_messages(parameters_per_gpu: ArrayLike, dp: ArrayLike, zero: ArrayLike,
                          micro_batches: ArrayLike, grad_bytes: ArrayLike = 2,
-                         param_bytes: ArrayLike = 2) -> list[Message]:
+                         param_bytes: ArrayLike = 2, allreduce_sharded: ArrayLike = 0) -> list[Message]:
     """Data-parallel messages of one step, per rank. ``parameters_per_gpu`` = parameters this rank's model
     shard holds (after TP/PP/EP division, before ZeRO partitioning); counts are per step.
 
@@ -228,6 +228,9 @@ def dp_gradient_messages(parameters_per_gpu: ArrayLike, dp: ArrayLike, zero: Arr
       backward) + AllGather(P·p) once per step.
     * zero 3: AllGather(P·p) forward and backward every micro-batch + ReduceScatter(P·g) every micro-batch.
     Rajbhandari et al. 2020 §7.2 (volumes 2Ψ for stages 0–2, 3Ψ for stage 3 without accumulation).
+    ``allreduce_sharded`` (zero 1 only): the full gradients are all-reduced although the optimizer states are
+    partitioned — DeepSpeed's ``BF16_Optimizer`` all-reduces its fp32 accumulators (``get_grads_for_reduction``)
+    and all-gathers the updated 16-bit parameters: AllReduce(P·g) + AllGather(P·p).
     """
     grads = np.multiply(parameters_per_gpu, grad_bytes)
     params = np.multiply(parameters_per_gpu, param_bytes)
@@ -235,11 +238,12 @@ def dp_gradient_messages(parameters_per_gpu: ArrayLike, dp: ArrayLike, zero: Arr
     z = np.asarray(zero)
     m = np.asarray(micro_batches)
     rs_count = np.where(z >= 2, m, 1)
+    full = (z == 0) | ((z == 1) & (np.asarray(allreduce_sharded) != 0))
     return [
-        Message(Dim.DP, Comm.ALL_REDUCE, grads, on * np.where(z == 0, 1.0, 0.0), Phase.BACKWARD, True,
+        Message(Dim.DP, Comm.ALL_REDUCE, grads, on * np.where(full, 1.0, 0.0), Phase.BACKWARD, True,
                 "gradient AllReduce"),
-        Message(Dim.DP, Comm.REDUCE_SCATTER, grads, on * np.where(z >= 1, rs_count, 0), Phase.BACKWARD, True,
-                "gradient ReduceScatter"),
+        Message(Dim.DP, Comm.REDUCE_SCATTER, grads, on * np.where((z >= 1) & ~full, rs_count, 0), Phase.BACKWARD,
+                True, "gradient ReduceScatter"),
         Message(Dim.DP, Comm.ALL_GATHER, params, on * np.where((z == 1) | (z == 2), 1.0, 0.0), Phase.STEP,
                 note="updated-parameter AllGather"),
         Message(Dim.DP, Comm.ALL_GATHER, params, on * np.where(z == 3, m, 0), Phase.FORWARD, True,

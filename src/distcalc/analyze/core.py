@@ -143,6 +143,10 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         (params * o.optimizer_bytes_per_parameter + grads * o.grad_buffer_zero_bytes_per_parameter)
         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
+    # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch
+    acc_bytes = o.grad_accumulation_bytes_per_parameter
+    accumulate = mb["slowest_gpu_factor"] * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
+                                             + (20 * device.kernel_overhead_s if acc_bytes else 0.0))
     s = u["seq_len"]
     return {
         "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
@@ -151,7 +155,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
         "opt_replicated": opt(params_gpu, params_gpu), "opt_zero1": opt(shard_gpu, params_gpu),
-        "opt_sharded": opt(shard_gpu, shard_gpu),
+        "opt_sharded": opt(shard_gpu, shard_gpu), "accumulate": accumulate,
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
         "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
@@ -176,18 +180,20 @@ def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
     return bool(calibration.compute) and calibration.compute.get("device") == device.name
 
 
-def _dp_tables(t: list[np.ndarray], on: np.ndarray, z3_backward: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+def _dp_tables(t: list[np.ndarray], on: np.ndarray, z3_backward: np.ndarray | None = None,
+               allreduce_sharded: bool = False) -> tuple[np.ndarray, ...]:
     """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
     ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
     2 step AllGather, 3/4 ZeRO-3 AllGathers) is ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and
     the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank).
     ``z3_backward``: the per-micro-batch ZeRO-3 backward term (ReduceScatter + backward AllGather taken
-    together, for exposed times) in place of ``t1`` and ``t4`` separately."""
+    together, for exposed times) in place of ``t1`` and ``t4`` separately. ``allreduce_sharded``: ZeRO-1 all-reduces
+    the gradients (``t0``) instead of reduce-scattering them (DeepSpeed BF16_Optimizer)."""
     t0, t1, t2, t3, t4 = t
     zero = np.zeros_like(t1)
     b3, a3 = (t1, t4) if z3_backward is None else (z3_backward, zero)
     k1 = np.stack([zero, zero, t1, b3], axis=1) * on[:, None]
-    k2 = np.stack([t0, t1 + t2, t2, zero], axis=1) * on[:, None]
+    k2 = np.stack([t0, (t0 if allreduce_sharded else t1) + t2, t2, zero], axis=1) * on[:, None]
     k3 = np.stack([zero, zero, zero, t3], axis=1) * on[:, None]
     k4 = np.stack([zero, zero, zero, a3], axis=1) * on[:, None]
     return tuple(k.ravel() for k in (k1, k2, k3, k4))
@@ -275,9 +281,12 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     gz = lambda x: g(x, by_zero)  # noqa: E731
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u["dp_on"]
-    dp_on_link = _dp_sum(_dp_tables(u["t"], on), gz, mf, any_ge2, any_z3)
-    dp_exposed = _dp_sum(_dp_tables(u["e"], on, u["z3_backward"]), gz, mf, any_ge2, any_z3)
+    ar = o.allreduce_sharded_gradients
+    dp_on_link = _dp_sum(_dp_tables(u["t"], on, allreduce_sharded=ar), gz, mf, any_ge2, any_z3)
+    dp_exposed = _dp_sum(_dp_tables(u["e"], on, u["z3_backward"], ar), gz, mf, any_ge2, any_z3)
     optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"]] + [u["opt_sharded"]] * 2, axis=1).ravel())
+    if o.grad_accumulation_bytes_per_parameter:
+        optimizer = optimizer + mf * g(u["accumulate"])
     embedding_sync = g(u["embedding_sync"])
     step = pipeline + dp_exposed
     step += embedding_sync
@@ -330,11 +339,11 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     if details:
         counts = [np.asarray(msg.count, dtype=float) for msg in
                   dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
-                                       o.param_gather_bytes)]
+                                       o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
         expert_counts = [np.asarray(msg.count, dtype=float) for msg in
                          dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,
-                                              o.param_gather_bytes)]
+                                              o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, lps_slowest, transfers, grad_exposed,
                                       dp_exposed - grad_exposed, o, expert_counts)
     return result

@@ -67,6 +67,14 @@ class AnalyzeOptions(BaseModel):
       of every local parameter each step (``DistributedDataParallel.zero_grad_buffer`` →
       ``_ParamAndGradBuffer.reset`` → ``grad_data.zero_()``), also under the distributed optimizer, whose
       shard covers only 1/d of it; charged on every parameter the rank holds, not on its optimizer shard.
+    * ``allreduce_sharded_gradients`` False: with the optimizer states partitioned (ZeRO-1 / distributed
+      optimizer), the gradients are reduce-scattered. True describes DeepSpeed's ``BF16_Optimizer``
+      (``deepspeed/runtime/bf16_optimizer.py``: ``get_grads_for_reduction`` hands the engine its full fp32
+      accumulators to all-reduce, then it all-gathers the updated bf16 parameters): AllReduce + AllGather.
+    * ``grad_accumulation_bytes_per_parameter`` 0: HBM bytes per parameter and micro-batch that an optimizer
+      moves outside the backward kernels. DeepSpeed's ``BF16_Optimizer`` adds every micro-batch's bf16
+      gradients into its fp32 accumulators (``update_hp_grads``: read 2 + read 4 + write 4 = 10 B); counted in
+      ``optimizer_s``, m times per step, at the optimizer step's bandwidth.
     * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
@@ -112,6 +120,10 @@ class AnalyzeOptions(BaseModel):
     optimizer_bytes_per_parameter: float = Field(38.0, ge=0, description="HBM bytes per parameter per step")
     grad_buffer_zero_bytes_per_parameter: float = Field(
         4.0, ge=0, description="HBM bytes per local parameter to zero the gradient buffer each step")
+    allreduce_sharded_gradients: bool = Field(False, description="all-reduce gradients although the optimizer "
+                                              "is sharded (DeepSpeed BF16_Optimizer)")
+    grad_accumulation_bytes_per_parameter: float = Field(0.0, ge=0, description="HBM bytes per parameter per "
+                                                         "micro-batch for gradient accumulation outside backward")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")

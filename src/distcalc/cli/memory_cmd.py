@@ -138,7 +138,9 @@ def register(app: typer.Typer) -> None:
         gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, show_default=False, help=(
             f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
         recipe: Annotated[Recipe, typer.Option(
-            rich_help_panel=O, help="model-state recipe: mixed (18 B/param) or mixed-16bit-grads (16 B/param)")
+            rich_help_panel=O, help="model-state recipe: mixed (18 B/param, Megatron), mixed-16bit-grads (16 B/param, "
+                                    "ZeRO paper; DeepSpeed ZeRO-1/2) or deepspeed-bf16 (20 B/param, DeepSpeed "
+                                    "BF16_Optimizer)")
         ] = Recipe.MIXED,
         comm_buffer: Annotated[str, typer.Option(rich_help_panel=O, help="NCCL buffers per GPU (bytes, e.g. "
                                                  "512MiB)")] = "512MiB",

@@ -3,7 +3,8 @@ al. 2022, pipeline in-flight micro-batches per schedule, logits/loss, buffers; e
 
 Scalar API: :func:`memory_report`. Vectorised API (same formulas): :func:`memory_batch`,
 :func:`memory_worst_stage_bytes_batch`. Formula building blocks: :mod:`distcalc.memory.activations`,
-:mod:`distcalc.memory.states`, :mod:`distcalc.memory.stage`.
+:mod:`distcalc.memory.states`, :mod:`distcalc.memory.stage`; what a software stack adds (recipe, CUDA
+context, allocator fragmentation): :mod:`distcalc.memory.stacks`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from distcalc.memory.activations import in_flight_micro_batches, layer_activatio
 from distcalc.memory.batch import formula_inputs, memory_batch, memory_worst_stage_bytes_batch
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.report import MemoryBasis, MemoryReport, StageMemory, memory_report
+from distcalc.memory.stacks import stack_memory_options
 from distcalc.memory.states import Recipe, bytes_per_parameter, model_state_bytes
 
 __all__ = [
@@ -28,4 +30,5 @@ __all__ = [
     "memory_report",
     "memory_worst_stage_bytes_batch",
     "model_state_bytes",
+    "stack_memory_options",
 ]

@@ -6,7 +6,12 @@ Precision recipes (bytes per parameter; Adam keeps two fp32 moments = 8 B; maste
   + fp32 gradient accumulation buffer 4 + fp32 master 4 + Adam 8 = **18 B** — the "18 bytes per parameter"
   of Korthikanti et al. 2022 Figure 1 and Megatron-LM ``docs/source/api-guide/dist_optimizer.md``.
 * ``mixed-16bit-grads`` (ZeRO paper, Rajbhandari et al. 2020 §3.1): 2 + 2 + K with K = 12 (master 4 + Adam
-  8) = **16 B** — the recipe of ZeRO Table 1.
+  8) = **16 B** — the recipe of ZeRO Table 1, and of DeepSpeed's ZeRO-1/2 optimizer, which keeps ``param.grad``
+  in the 16-bit model dtype (``deepspeed/runtime/zero/stage_1_and_2.py``; :mod:`distcalc.memory.stacks`).
+* ``deepspeed-bf16`` (DeepSpeed ``BF16_Optimizer``, ``deepspeed/runtime/bf16_optimizer.py``, written for BLOOM):
+  the bf16 ``param.grad`` of a backward pass (2 B, cleared only when the next backward starts) is added into an
+  unsharded fp32 accumulator ``fp32_groups_gradients`` (4 B): gradients 6 B, **20 B** in all (BigScience tr11
+  chronicle, "Rebalancing layers": "additional memory usage is 4bytes x params and it's not sharded").
 * low-precision dtypes (Transformer Engine): weights stay 16-bit with fp32 masters ("fp8 compute keeps
   high-precision masters"); we add the quantised weight copies cached across micro-batches
   (:attr:`distcalc.parallel.Precision.weight_cache_bytes_per_parameter`: fp8 1 B, one cached cast — an
@@ -32,17 +37,20 @@ class Recipe(str, Enum):
 
     MIXED = "mixed"
     MIXED_16BIT_GRADS = "mixed-16bit-grads"
+    DEEPSPEED_BF16 = "deepspeed-bf16"
 
 
 MASTER_BYTES_PER_PARAM = 4.0  # fp32 master weights
 ADAM_BYTES_PER_PARAM = 8.0  # fp32 first and second moments
+#: Gradient bytes per parameter of each recipe (module docstring).
+GRADIENT_BYTES_PER_PARAM = {Recipe.MIXED: 4.0, Recipe.MIXED_16BIT_GRADS: 2.0, Recipe.DEEPSPEED_BF16: 6.0}
 
 
 def bytes_per_parameter(recipe: Recipe, dtype: Precision = Precision.BF16) -> dict[str, float]:
     """Bytes per parameter of each model state before sharding: weights, gradients, optimizer (master +
     moments), and their total."""
     weights = 2.0 + Precision(dtype).weight_cache_bytes_per_parameter
-    gradients = 4.0 if recipe == Recipe.MIXED else 2.0
+    gradients = GRADIENT_BYTES_PER_PARAM[Recipe(recipe)]
     optimizer = MASTER_BYTES_PER_PARAM + ADAM_BYTES_PER_PARAM
     return {"weights": weights, "gradients": gradients, "optimizer": optimizer,
             "total": weights + gradients + optimizer}

@@ -77,7 +77,7 @@ def compare(run: PublishedRun) -> RunComparison:
     basis = memory_basis(run)
     predicted_memory = None
     if basis is not None:
-        memory = memory_report(inputs.spec, inputs.config, inputs.cluster.gpu)
+        memory = memory_report(inputs.spec, inputs.config, inputs.cluster.gpu, inputs.memory_options)
         predicted_memory = max(stage.peak_bytes(basis) for stage in memory.stages) / GIB
     return RunComparison(run, inputs, "", measured_step, step_basis, report.step_time_s,
                          run.measured_peak_memory_gib, predicted_memory, basis)

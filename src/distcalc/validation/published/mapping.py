@@ -9,7 +9,9 @@ Rules, column by column:
 * Model: the row's own sizes (hidden, layers, heads, KV heads, head width, FFN, vocab). ``gated_mlp`` true →
   SwiGLU with RMSNorm and no biases (Llama family); false → GELU MLP with LayerNorm and biases (GPT-2/3,
   Megatron GPT, BLOOM). FlagPerf's Megatron script keeps Megatron's defaults (``assumptions`` column: learned
-  positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases.
+  positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases —
+  and dropout: the same script (``training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh``) passes no
+  ``--hidden-dropout``/``--attention-dropout`` either, so Megatron's defaults (0.1 each, ``arguments.py``) run.
   ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
   parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
 * Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
@@ -37,6 +39,32 @@ Rules, column by column:
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
+  DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
+  16 bit (``grad_reduce_bytes`` 2). Megatron-DeepSpeed in bf16 with ZeRO 0 runs DeepSpeed's ``BF16_Optimizer``
+  ("ZERO_STAGE=0 # important: bf16 must use z0! it implements its own zero stage 1 equivalent", BigScience
+  tr11-176B-ml.slurm): optimizer states partitioned over DP (``zero`` 1), fp32 gradients all-reduced
+  (``allreduce_sharded_gradients``) and accumulated into fp32 after every micro-batch
+  (:data:`BF16_OPTIMIZER_ACCUMULATION_BYTES`).
+* Memory options (:func:`distcalc.memory.stack_memory_options`): DeepSpeed ZeRO-1/2 keeps 16-bit gradients
+  (recipe ``mixed-16bit-grads``), its BF16 optimizer bf16 gradients plus fp32 accumulators
+  (``deepspeed-bf16``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager CUDA context;
+  a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
+  fragmentation (only the reserved and nvidia-smi bases count it).
+
+What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
+
+* Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
+  (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
+  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it
+  partitions the boundary activation over the TP group (``is_pipe_partitioned``), as Megatron's
+  scatter/gather: the Megatron pipeline terms apply unchanged.
+* Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
+  (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
+  119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
+  these A100 layers, not the pipeline, Omni-Path or ZeRO-1, is what is off. Those runs printed iteration 2 and
+  ran with ``CUDA_LAUNCH_BLOCKING=1`` at 40+ nodes (the chronicle measured no effect of it at that scale).
+* Its memory is still ~15 % under on the nvidia-smi basis after the stack's recipe, context and fragmentation;
+  BLOOM's embedding LayerNorm (its input kept per in-flight micro-batch on stage 0) is not in the model spec.
 """
 
 from __future__ import annotations
@@ -48,6 +76,7 @@ from distcalc.analyze import AnalyzeOptions
 from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
+from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
 from distcalc.validation.published.rows import PublishedRun
@@ -79,6 +108,13 @@ NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
     ("800 Gbps per node", "eth-100g", 8),
 )
 
+# CUDA release of a source's software stack, where the source states it or its date bounds it.
+CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
+    # BigScience tr11 (BLOOM model card, "Software": PyTorch 1.11 w/ CUDA 11.5); the 2022-02-21 sweep predates
+    # CUDA 11.7 (May 2022), the first release with lazy module loading, in any case
+    "BLOOM_prequel_sweep_2022-02-21": (11, 5),
+}
+
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
 SCHEDULE_OF_LABEL: dict[str, tuple[str, ...]] = {
     "1F1B": ("1f1b",),
@@ -108,6 +144,7 @@ class RunInputs:
     config: ParallelConfig
     options: AnalyzeOptions
     assumptions: tuple[str, ...] = field(default=())
+    memory_options: MemoryOptions = field(default_factory=MemoryOptions)
 
 
 def _first_valid(enum: type, names: tuple[str, ...], what: str, label: str):
@@ -152,8 +189,9 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
 def model_spec(run: PublishedRun) -> ModelSpec:
     """The row's model (see the module docstring for the rules)."""
     gpt_style = not run.gated_mlp
-    biases = gpt_style or "biased linears" in run.assumptions
-    dropout = 0.1 if run.dropout else 0.0
+    megatron_defaults = "biased linears" in run.assumptions  # a script that keeps Megatron's argument defaults
+    biases = gpt_style or megatron_defaults
+    dropout = 0.1 if run.dropout or megatron_defaults else 0.0
     fields: dict[str, object] = dict(
         name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
         num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
@@ -222,7 +260,8 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
         assumed.append(f"embedding and loss take a layer slot each ({run.layers} layers on pp*vpp = {chunks})")
     config = ParallelConfig(
         gpus=run.gpus, tp=run.tp, pp=run.pp, dp=run.dp, cp=run.cp, ep=run.ep, vpp=run.vpp or 1,
-        zero=3 if run.fsdp else (run.zero_stage if not run.distributed_optimizer else 0),
+        zero=3 if run.fsdp else 1 if deepspeed_bf16_optimizer(run) else (
+            run.zero_stage if not run.distributed_optimizer else 0),
         distributed_optimizer=bool(run.distributed_optimizer) and not run.fsdp,
         sequence_parallel=bool(run.sequence_parallel) and run.tp > 1, recompute=recompute,
         micro_batch=run.micro_batch, global_batch=run.global_batch, seq_len=run.seq_len, schedule=schedule,
@@ -230,6 +269,31 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
         account_for_embedding_and_loss=split,
     )
     return config, assumed
+
+
+#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
+#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
+BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
+
+
+def deepspeed_zero(run: PublishedRun) -> bool:
+    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
+    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
+
+
+def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
+    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
+    wraps a bf16 model without ZeRO in it)."""
+    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
+
+
+def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
+    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`)."""
+    bf16_optimizer = deepspeed_bf16_optimizer(run)
+    return stack_memory_options(
+        deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
+        cuda_version=CUDA_OF_SOURCE.get(run.source),
+        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -252,8 +316,11 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
     overlap = run.dp_comm_overlap is not False
     # FSDP reduce dtype: what the row prints ("reduce fp32": torchtitan's MixedPrecisionPolicy), else IBM
-    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16)
-    reduce_bytes = 2 if run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details else 4
+    # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16);
+    # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
+    fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
+    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
+    bf16_optimizer = deepspeed_bf16_optimizer(run)
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
@@ -261,7 +328,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
-        grad_reduce_bytes=reduce_bytes,
+        grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
+        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
         # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
@@ -290,8 +358,9 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         config, assumed = parallel_config(run)
         validate_for_model(config, spec)
         options = analyze_options(run, config)
+        memory = memory_options(run, config)
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
         raise NotExpressible(str(exc).splitlines()[0]) from exc
-    return RunInputs(spec, cluster, config, options, tuple(assumed))
+    return RunInputs(spec, cluster, config, options, tuple(assumed), memory)

@@ -1,0 +1,84 @@
+"""What a training stack adds to the memory nvidia-smi shows: model-state recipe, CUDA context, allocator.
+
+:class:`~distcalc.memory.MemoryOptions` has one number per line; this module says which number a given
+software stack implies, each from a published measurement or the stack's own source code:
+
+* **Gradient dtype of DeepSpeed ZeRO-1/2** (``zero_optimizer_recipe``): DeepSpeed's ``DeepSpeedZeroOptimizer``
+  (``deepspeed/runtime/zero/stage_1_and_2.py``, formerly ``stage2.py``) accumulates ``param.grad`` in the
+  model's 16-bit dtype, reduces it through a 16-bit bucket and, once reduced ("No need to keep the gradients
+  anymore. All gradients required by the step are in self.averaged_gradients"), frees it and keeps only this
+  rank's 16-bit partition; the fp32 copy of that partition exists only inside ``step()``. The per-parameter
+  states are then 2 (weights) + 2 (gradients) + 12/d (fp32 master + Adam), the "2 + 2 + K" of Rajbhandari et
+  al. 2020 (ZeRO, Table 1): :attr:`Recipe.MIXED_16BIT_GRADS`. Megatron-LM's own optimizer and its distributed
+  optimizer keep fp32 ``main_grad`` buffers instead (:attr:`Recipe.MIXED`, 18 B). DeepSpeed's later
+  ``BF16_Optimizer`` (written for BLOOM at the end of February 2022, BigScience tr11 chronicle "Rebalancing
+  layers": "accumulate gradients in fp32 … additional memory usage is 4bytes x params and it's not sharded")
+  keeps both the bf16 ``param.grad`` and an unsharded fp32 accumulator: :attr:`Recipe.DEEPSPEED_BF16`, 20 B.
+* **CUDA context** (``cuda_context_bytes``): without lazy module loading the CUDA runtime loads every kernel of
+  every library the process links (PyTorch, cuBLAS, cuDNN, NCCL) at context creation. BigScience measured it
+  with ``torch.ones(1).cuda()`` and nvidia-smi: 1573 MiB on an A100 40GB (1271 MiB on a V100 32GB), tr11-176B
+  chronicles-prequel.md, "Possible topologies for 200B" (:data:`EAGER_CUDA_CONTEXT_BYTES`). Lazy loading
+  (``CUDA_MODULE_LOADING=LAZY``) exists from CUDA 11.7 (CUDA C++ Programming Guide, "Lazy Loading"), so a
+  stack on an older CUDA pays the eager context; newer stacks keep :class:`MemoryOptions`' default.
+* **Caching-allocator fragmentation** (``allocator_reserve_fraction``): Guo et al. 2024 (GMLake, ASPLOS '24,
+  arXiv:2401.08156) measured PyTorch's caching allocator on LLM training with activation recomputation,
+  offloading and ZeRO/FSDP-style sharding (irregular allocate/free patterns) on A100 80GB: virtual-memory
+  stitching removes on average 15 % (up to 33 %) fragmentation, i.e. 15 % of the reserved memory is held but
+  unusable (:data:`RECOMPUTE_FRAGMENTATION`). :class:`MemoryOptions` counts the reserve as a fraction of the
+  rest, so a fragmentation ``f`` of the reserved pool is ``f / (1 − f)`` of it
+  (:func:`reserve_fraction_of_fragmentation`). A stack without those techniques keeps the 5 % default.
+"""
+
+from __future__ import annotations
+
+from distcalc.memory.options import MemoryOptions
+from distcalc.memory.states import Recipe
+from distcalc.units import MIB
+
+#: CUDA context with eager module loading: BigScience, ``torch.ones(1).cuda()`` + nvidia-smi on A100 40GB (2022).
+EAGER_CUDA_CONTEXT_BYTES = 1573 * MIB
+#: First CUDA release with lazy module loading (CUDA C++ Programming Guide, "Lazy Loading").
+LAZY_LOADING_CUDA = (11, 7)
+#: Mean fragmentation of PyTorch's caching allocator under recomputation / sharding (GMLake, Guo et al. 2024).
+RECOMPUTE_FRAGMENTATION = 0.15
+
+
+def reserve_fraction_of_fragmentation(fragmentation: float) -> float:
+    """:attr:`MemoryOptions.allocator_reserve_fraction` (reserve / everything else) of a fragmentation ratio
+    ``(reserved − allocated) / reserved``: ``f / (1 − f)``."""
+    if not 0.0 <= fragmentation < 1.0:
+        raise ValueError(f"fragmentation {fragmentation!r} must be in [0, 1)")
+    return fragmentation / (1.0 - fragmentation)
+
+
+def cuda_context_bytes(cuda_version: tuple[int, int] | None, default: int = MemoryOptions().cuda_context_bytes) -> int:
+    """CUDA context of a stack on ``cuda_version`` (major, minor): eager loading before CUDA 11.7
+    (:data:`EAGER_CUDA_CONTEXT_BYTES`), else ``default`` (lazy loading; None: not stated)."""
+    if cuda_version is not None and tuple(cuda_version) < LAZY_LOADING_CUDA:
+        return EAGER_CUDA_CONTEXT_BYTES
+    return default
+
+
+def zero_optimizer_recipe(deepspeed_zero: bool, fp32_grad_accumulation: bool = False) -> Recipe:
+    """Model-state recipe: DeepSpeed ZeRO-1/2 keeps 16-bit gradients (:attr:`Recipe.MIXED_16BIT_GRADS`); its
+    BF16 optimizer adds an unsharded fp32 accumulator (:attr:`Recipe.DEEPSPEED_BF16`); Megatron-LM keeps fp32
+    ``main_grad`` (:attr:`Recipe.MIXED`)."""
+    if not deepspeed_zero:
+        return Recipe.MIXED
+    return Recipe.DEEPSPEED_BF16 if fp32_grad_accumulation else Recipe.MIXED_16BIT_GRADS
+
+
+def stack_memory_options(*, deepspeed_zero: bool = False, fp32_grad_accumulation: bool = False,
+                         cuda_version: tuple[int, int] | None = None, irregular_allocations: bool = False,
+                         base: MemoryOptions | None = None) -> MemoryOptions:
+    """:class:`MemoryOptions` of a software stack (module docstring): the recipe of its optimizer, the CUDA
+    context of its CUDA release, and GMLake's fragmentation when it recomputes activations or gathers and
+    frees sharded parameters per layer (``irregular_allocations``)."""
+    base = base or MemoryOptions()
+    update: dict[str, object] = {
+        "recipe": zero_optimizer_recipe(deepspeed_zero, fp32_grad_accumulation),
+        "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
+    }
+    if irregular_allocations:
+        update["allocator_reserve_fraction"] = reserve_fraction_of_fragmentation(RECOMPUTE_FRAGMENTATION)
+    return base.model_copy(update=update)
