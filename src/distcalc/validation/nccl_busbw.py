@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from importlib import resources
 
-from distcalc.calibration.nccl_tests import parse_nccl_tests
+from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, parse_nccl_tests
 from distcalc.cluster import load_cluster
 from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
@@ -117,9 +117,30 @@ def _log_cases() -> list[ValidationCase]:
         for r in log_rows()]
 
 
+#: The issue's bar for ``calibrate`` on a real log: its fit reproduces the log's busbw within 5 % geomean.
+CALIBRATE_GEOMEAN_TOLERANCE = 0.05
+
+
+def _calibrate_cases() -> list[ValidationCase]:
+    """One case per run of the shipped log: ``calibrate``'s own fit (α and B per protocol regime) against the
+    run it was fitted to; the number is exp(mean log(1 + |busbw error|)) − 1 over every size (0 is exact)."""
+    text = (resources.files("distcalc") / "data" / "validation" / LOG).read_text(encoding="utf-8")
+    out = []
+    for label, run in zip(LOG_RUNS, parse_nccl_tests(text)):
+        fit = fit_run(run)
+        worst = max(abs(r["measured_s"] / r["predicted_s"] - 1) for r in fit.residuals)
+        out.append(ValidationCase(
+            case=f"calibrate on A100 {label}: busbw geomean error", predicted=busbw_geomean_error(fit),
+            published=0.0, unit="fraction", error_kind="absolute", tolerance=CALIBRATE_GEOMEAN_TOLERANCE,
+            kind="measured", note=f"{len(fit.segments)} regimes, {len(fit.residuals)} sizes, worst size {worst:.1%}"))
+    return out
+
+
 CASE_SETS = (
     CaseSet("nccl", "NCCL all-reduce busbw, one 8-GPU node (A100/H100/H200), NCCL tuning model vs nccl-tests",
             SOURCE, _cases),
     CaseSet("nccl-tests-a100", "NCCL all-reduce busbw, one 8x A100 node, -g 8 and mpirun -g 1, NCCL tuning model "
             "vs a published nccl-tests log", LOG_SOURCE, _log_cases),
+    CaseSet("calibrate-nccl-tests", "calibrate's fit (alpha, B per protocol regime) reproducing the busbw of the "
+            "nccl-tests log it was fitted to, 8x A100, per run", LOG_SOURCE, _calibrate_cases),
 )
