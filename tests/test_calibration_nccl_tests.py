@@ -85,6 +85,19 @@ def test_calibrate_cli_on_a_log(tmp_path):
     assert priced.exit_code == 0, priced.output
 
 
+def test_collective_size_range_prices_each_size_with_its_own_fit_segment(tmp_path):
+    """A calibration fitted per size regime prices every size of a --size range as a single --size call does
+    (it used to apply the large-message segment to the whole range)."""
+    out = tmp_path / "cal.json"
+    assert CliRunner().invoke(app, ["calibrate", str(LOG), "--output", str(out)]).exit_code == 0
+    base = ["collective", "all-reduce", "--gpus", "8", "--algorithm", "ring", "--json", "--calibration", str(out)]
+    ranged = json.loads(CliRunner().invoke(app, base + ["--size", "8B..4GiB"]).stdout)
+    by_size = {w["size_bytes"]: w["time_s"] for w in ranged["best"]}
+    for size in ("8B", "64KiB", "4GiB"):
+        single = json.loads(CliRunner().invoke(app, base + ["--size", size]).stdout)
+        assert by_size[single["size_bytes"]] == pytest.approx(single["best_time_s"], rel=1e-12)
+
+
 def test_bench_rows_in_nccl_tests_layout_read_back():
     from distcalc.bench.nccl_tests_layout import nccl_tests_text
 

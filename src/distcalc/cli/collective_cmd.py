@@ -17,7 +17,6 @@ from distcalc.collective.busbw import algbw_busbw
 from distcalc.jobs.collective import (
     DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, result_dict, run_collective,
 )
-from distcalc.jobs.base import parse_option
 from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
 from distcalc.errors import ConfigError
@@ -147,13 +146,14 @@ def collective_command(
         _nccl_command(request, json_output)
         return
     topo = request.build_topology(allow_files=True)
-    if calibration:  # bench/calibration: α and B fitted to measurements of this collective
+    topo_for_size = None
+    if calibration:  # bench/calibration: α and B fitted to measurements of this collective, per size regime
         from distcalc.calibration import calibrated_topology, load_calibration
 
-        sizes = parse_option(parse_size_range, size, "--size")
-        topo = calibrated_topology(topo, parse_collective_kind(kind), load_calibration(calibration),
-                                   sizes[0] if len(sizes) == 1 else None)
-    run = run_collective(request, topo)
+        fitted = load_calibration(calibration)
+        base = topo
+        topo_for_size = lambda s: calibrated_topology(base, kind_name, fitted, s)  # noqa: E731
+    run = run_collective(request, topo, topo_for_size)
     kind_name, sizes, topo, per_size, bounds = run["kind"], run["sizes"], run["topo"], run["per_size"], run["bounds"]
     if plot:
         _plot(plot, kind_name, sizes, topo, run["choice"], src, dst)

@@ -3,7 +3,7 @@ builder that ``collective`` and ``simulate`` share (design §4 topology options,
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from pydantic import Field
 
@@ -177,17 +177,22 @@ def result_dict(record: Any, kind: str, topo: Topology) -> dict:
     return out
 
 
-def run_collective(request: CollectiveRequest, topo: Optional[Topology] = None) -> dict[str, Any]:
+def run_collective(request: CollectiveRequest, topo: Optional[Topology] = None,
+                   topo_for_size: Optional[Callable[[int], Topology]] = None) -> dict[str, Any]:
     """Everything ``distcalc collective`` shows: kind, sizes, topology, algorithm, records and bounds per size.
-    ``topo``: a topology already built (e.g. calibrated) instead of the request's."""
+    ``topo``: a topology already built instead of the request's; ``topo_for_size``: one topology per message
+    size (a calibration whose fit has a segment per size regime), ``topo`` being the largest size's."""
     kind = parse_collective_kind(request.kind)
     sizes = parse_option(parse_size_range, request.size, "--size")
+    if topo_for_size is not None:
+        topo = topo_for_size(max(sizes))
     topo = topo if topo is not None else request.build_topology()
+    at = topo_for_size or (lambda size: topo)
     choice = parse_algorithm(request.algorithm)
     if kind != SEND_RECV and choice not in ("auto", "all") and choice not in valid_algorithms(kind, topo):
         collective_cost(kind, sizes[0], topo, choice)  # raises AlgorithmError listing the valid ones
-    per_size = [(s, records(kind, s, topo, choice, request.src, request.dst)) for s in sizes]
-    bounds = [lower_bound_s(kind, s, topo, recs) for s, recs in per_size]
+    per_size = [(s, records(kind, s, at(s), choice, request.src, request.dst)) for s in sizes]
+    bounds = [lower_bound_s(kind, s, at(s), recs) for s, recs in per_size]
     return {"kind": kind, "sizes": sizes, "topo": topo, "choice": choice, "per_size": per_size, "bounds": bounds}
 
 
