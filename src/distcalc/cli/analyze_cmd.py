@@ -11,7 +11,7 @@ from rich.table import Table
 from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
+    EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.config_options import with_config_options
@@ -182,10 +182,7 @@ def register(app: typer.Typer) -> None:
             min=1.0, max=64.0, rich_help_panel=P, show_default=False,
             help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
                  "capacity factor) [default: padded to capacity]")] = None,
-        gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, rich_help_panel=C, show_default=False,
-            help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
-                 f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")] = DEFAULT_GPU_SPEED_CV,
+        gpu_speed_cv: GpuSpeedCvOption = DEFAULT_GPU_SPEED_CV,
         overlap_slowdown: Annotated[float, typer.Option(
             min=0.0, max=0.99, rich_help_panel=S, show_default=False,
             help="compute slowdown (fraction) while an overlapped DP/FSDP/CP collective runs beside it (0: free "
@@ -207,9 +204,7 @@ def register(app: typer.Typer) -> None:
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write the breakdown + pipeline "
                                                      "timeline (PNG)")] = None,
-        calibration: Annotated[Optional[Path], typer.Option(
-            "--calibration", rich_help_panel=C, help="calibration file from `distcalc calibrate`: measured α/B "
-                                                     "per collective and tier (replacing η·B) and GEMM efficiency")] = None,
+        calibration: CalibrationOption = None,
         collective_model: Annotated[str, typer.Option(
             "--collective-model", rich_help_panel=C,
             help="alpha-beta, or nccl: price AllReduce/ReduceScatter/AllGather/Broadcast/Reduce with NCCL's "

@@ -20,6 +20,7 @@ from distcalc.inputs import shorten
 from distcalc.jobs.base import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 from distcalc.run_file import DEFAULTS, load_run_file
+from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 # Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
 # so tables are not truncated to 'algor…'.
@@ -109,6 +110,14 @@ ClusterOption = Annotated[Optional[str], typer.Option(
 GpuOption = Annotated[Optional[str], typer.Option(
     "--gpu", rich_help_panel="cluster",
     help="GPU preset replacing the cluster's; refused when the cluster's in-node link is not the GPU's")]
+GpuSpeedCvOption = Annotated[float, typer.Option(
+    min=0.0, max=0.5, rich_help_panel="cluster", show_default=False,
+    help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
+         f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")]
+CalibrationOption = Annotated[Optional[Path], typer.Option(
+    "--calibration", rich_help_panel="cluster",
+    help="calibration file from `distcalc calibrate`: measured α/B per collective and tier (replacing η·B) and "
+         "GEMM efficiency")]
 AllowOomOption = Annotated[bool, typer.Option(
     "--allow-oom", rich_help_panel="output",
     help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]

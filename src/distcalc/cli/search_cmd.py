@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
+    EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
     console, emit_json, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.config_options import FirstStageOption, LastStageOption, config_option
@@ -124,7 +124,7 @@ def _render(result: SearchResult, top: int, ends: tuple[int, int] = (0, 0)) -> N
         console.print(f"[bold]smallest cluster meeting the target: {result.min_gpus} GPUs[/bold]")
 
 
-M, C, P, B, S, X, Q = "model", "cluster", "parallelism", "batch", "schedule", "output", "search"
+M, P, B, S, X, Q = "model", "parallelism", "batch", "schedule", "output", "search"
 
 
 def register(app: typer.Typer) -> None:
@@ -164,17 +164,12 @@ def register(app: typer.Typer) -> None:
         last_stage_layers: LastStageOption = None,
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
                                                        "configuration (CSV)")] = None,
-        gpu_speed_cv: Annotated[float, typer.Option(
-            min=0.0, max=0.5, rich_help_panel=C, show_default=False,
-            help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
-                 f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")] = DEFAULT_GPU_SPEED_CV,
+        gpu_speed_cv: GpuSpeedCvOption = DEFAULT_GPU_SPEED_CV,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write step time vs memory per GPU "
                                                      "of every feasible configuration, coloured by layout "
                                                      "(PNG)")] = None,
-        calibration: Annotated[Optional[Path], typer.Option(
-            "--calibration", rich_help_panel=C,
-            help="calibration file from `distcalc calibrate` (measured α/B and GEMM efficiency)")] = None,
+        calibration: CalibrationOption = None,
         allow_oom: AllowOomOption = False,
         config: ConfigOption = None,
     ) -> None:
