@@ -58,6 +58,15 @@ def test_channel_bytes_per_release():
     assert channel_bytes(V18, 64 * MIB, 16, loop) == pytest.approx(64 * MIB / 16)
 
 
+@pytest.mark.parametrize("size, busiest", [
+    (1 << 10, 1 << 10), (4 << 10, 4 << 10), (16 << 10, 4 << 10), (64 << 10, 4 << 10), (100 << 10, 8 << 10),
+    (1 * MIB, 64 << 10), (8 * MIB, 512 << 10)])
+def test_2_20_channel_share_is_rounded_up_to_4_kib(size, busiest):
+    # enqueue.cc addCBDCollToPlan: ⌈nBytes / 16 channels⌉ rounded up to NCCL_SIMPLE_ALIGNMENT = 32 x 8 x 16 B,
+    # capped by the bytes left: below 64 KiB channel 0 carries 4 KiB (or the whole message), not nBytes / 16
+    assert channel_bytes(V20, size, 16, 8 * 16384) == busiest
+
+
 def test_large_messages_reach_the_maintainers_peak():
     lat, bw = nvls_allreduce_terms_s(V20, 8 << 30, 16, 8, 23.0, 266.67, 266.67)
     assert (8 << 30) / (lat + bw) / 1e9 == pytest.approx(275.0, rel=0.005)

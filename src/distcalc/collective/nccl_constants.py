@@ -121,6 +121,10 @@ NVLS_MAX_CHUNK_BYTES = 131072
 NVLS_MULTINODE_SLOW_CHUNK_BYTES = 32768
 NVLS_MULTINODE_SLOW_GBPS = 150.0
 NVLS_CHUNK_SHRINK = ((64, 65536), (8, 32768), (2, 16384))
+#: enqueue.h NCCL_SIMPLE_ALIGNMENT = WARP_SIZE × 8 × 16 bytes (2.20.5): enqueue.cc addCBDCollToPlan rounds each
+#: channel's share of a Simple-protocol operation up to this many bytes (capped by what is left), so a message below
+#: 16 × 4 KiB runs on fewer channels than NCCL has; 2.18.5 has no per-channel split (all_reduce.h loops instead).
+SIMPLE_CHANNEL_ALIGNMENT_BYTES = WARP_SIZE * 8 * 16
 #: Peak NVLS all-reduce algbw on one 8-GPU H100 node, NCCL's maintainer (NVIDIA/nccl-tests #212, 2024-05-06).
 NVLS_PEAK_ALGBW_8XH100_GBPS = 275.0
 

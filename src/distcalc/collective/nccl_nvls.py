@@ -42,8 +42,12 @@ import math
 
 from distcalc.collective.nccl_constants import (
     CONSTANTS, NVLS_CHUNK_SHRINK, NVLS_MAX_CHUNK_BYTES, NVLS_MULTINODE_SLOW_CHUNK_BYTES,
-    NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, NcclAlgo, NcclHw, NcclProto, NcclVersion,
+    NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, SIMPLE_CHANNEL_ALIGNMENT_BYTES, NcclAlgo, NcclHw, NcclProto,
+    NcclVersion,
 )
+
+#: enqueue.h NCCL_BYTES_ALIGNMENT (2.20.5): ``maxBytesPerChannel`` is rounded up to 16 bytes.
+BYTES_ALIGNMENT = 16
 
 US = 1e-6
 GB = 1e9
@@ -88,12 +92,15 @@ def nvls_allreduce_terms_s(version: NcclVersion, size_bytes: float, channels: in
 
 
 def channel_bytes(version: NcclVersion, size_bytes: float, channels: int, channel_loop_bytes: int) -> float:
-    """Bytes the busiest channel carries. 2.20.5 splits the operation evenly over the channels (enqueue.cc
-    ``countPerChannels = ⌈count / nChannels⌉``); 2.18.5 hands out ``nHeads × chunk`` per channel per loop from
-    offset ``bid · nHeads · chunk`` (all_reduce.h), so a message below one loop runs on the first channels
-    only and channel 0 carries up to a full ``nHeads × chunk`` in every loop."""
+    """Bytes the busiest channel carries. 2.20.5 splits the operation evenly over the channels, each share
+    rounded up to NCCL_SIMPLE_ALIGNMENT (4 KiB) and capped by what is left (enqueue.cc ``addCBDCollToPlan``:
+    ``maxBytesPerChannel = ⌈nBytes / nChannels⌉₁₆``, ``workCount`` aligned to ``alignCount``), so channel 0
+    carries ``min(nBytes, ⌈nBytes / nChannels⌉ rounded up to 4 KiB)``; 2.18.5 hands out ``nHeads × chunk`` per
+    channel per loop from offset ``bid · nHeads · chunk`` (all_reduce.h), so a message below one loop runs on the
+    first channels only and channel 0 carries up to a full ``nHeads × chunk`` in every loop."""
     if CONSTANTS[version].nvls_even_channel_split:
-        return size_bytes / channels
+        share = math.ceil(size_bytes / channels / BYTES_ALIGNMENT) * BYTES_ALIGNMENT
+        return min(size_bytes, math.ceil(share / SIMPLE_CHANNEL_ALIGNMENT_BYTES) * SIMPLE_CHANNEL_ALIGNMENT_BYTES)
     loop_bytes = channels * channel_loop_bytes
     full_loops, rest = divmod(size_bytes, loop_bytes)
     return full_loops * channel_loop_bytes + min(rest, channel_loop_bytes)
