@@ -145,3 +145,11 @@ def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
     assert ibm.attention_kernel is titan.attention_kernel is AttentionKernel.FLASH2
     assert megatron.attention_kernel is AttentionKernel.FUSED
     assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT)
+
+
+def test_zero_bubble_rows_run_megatron_local_linears():
+    """The Zero Bubble fork requires ``--transformer-impl local``: its rows price the unfused bias kernels;
+    other Megatron rows keep the fused default."""
+    zb = run_inputs(RUNS["zb_T4_1p5B_8g_m24_b6_1f1b"]).options
+    assert zb.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL
+    assert run_inputs(RUNS["nara21_1p7b"]).options.elementwise_kernels is ElementwiseKernels.FUSED

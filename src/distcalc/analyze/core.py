@@ -232,6 +232,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         cluster = with_calibration(cluster, o.calibration)
     if o.elementwise_kernels is ElementwiseKernels.EAGER:
         device = replace(device, eager_elementwise=True)
+    if o.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL:
+        device = replace(device, unfused_linear_bias=True)
     device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)

@@ -25,10 +25,14 @@ class ElementwiseKernels(str, Enum):
     """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
     activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without
     ``fused_rmsnorm`` or ``torch.compile``, IBM fms-fsdp) runs them as the composite ops of its code
-    (``eager``; :mod:`distcalc.compute.layer`)."""
+    (``eager``; :mod:`distcalc.compute.layer`). Megatron-LM's own (non-TransformerEngine) linear layers
+    (``--transformer-impl local``, the legacy ``megatron/model`` GPT) fuse the same kernels but add the
+    QKV projection's bias in a kernel of its own and reduce each biased linear's bias gradient in one
+    (``megatron-local``; :mod:`distcalc.compute.layer`)."""
 
     FUSED = "fused"
     EAGER = "eager"
+    MEGATRON_LOCAL = "megatron-local"
 
 
 class FsdpSharding(str, Enum):

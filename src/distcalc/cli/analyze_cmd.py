@@ -191,8 +191,9 @@ def register(app: typer.Typer) -> None:
             min=1, max=8, rich_help_panel=S, help="bytes per gradient element in DP/FSDP reduction (4: fp32, "
                                                    "2: bf16)")] = 4,
         elementwise_kernels: Annotated[ElementwiseKernels, typer.Option(
-            rich_help_panel=S, help="fused (Megatron/TransformerEngine) or eager (PyTorch composite RMSNorm, "
-                                    "SwiGLU, RoPE)")] = ElementwiseKernels.FUSED,
+            rich_help_panel=S, help="fused (Megatron/TransformerEngine), eager (PyTorch composite RMSNorm, "
+                                    "SwiGLU, RoPE) or megatron-local (Megatron-LM local linears: unfused QKV "
+                                    "bias add and bias-gradient reductions)")] = ElementwiseKernels.FUSED,
         attention_kernel: Annotated[AttentionKernel, typer.Option(
             rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
                                     "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,

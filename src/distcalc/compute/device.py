@@ -102,6 +102,9 @@ class DeviceCompute:
     activation_bytes: float = Precision.BF16.activation_bytes
     #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
     eager_elementwise: bool = False
+    #: the framework's linear layers add the QKV bias and reduce bias gradients in kernels of their own
+    #: (Megatron-LM local linears; distcalc.compute.layer)
+    unfused_linear_bias: bool = False
     #: fused attention with unequal query/key and value head widths (MLA, d_qk = 192, d_v = 128): forward and
     #: backward FLOP/s as fractions of peak where measured (compute.yaml ``flash_mla_*``); None: as d_qk = d_v
     flash_mla_forward_efficiency: float | None = None

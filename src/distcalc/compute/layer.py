@@ -53,6 +53,18 @@ and autograd's saved tensors):
 LayerNorm and GeLU are single native kernels in eager PyTorch too (``F.layer_norm``, ``F.gelu``), so GPT-style
 models keep the fused counts.
 
+Megatron-LM's local linear layers (``device.unfused_linear_bias``; ``--transformer-impl local``, the legacy
+``megatron/model`` GPT that the Zero Bubble fork runs): ``LinearWithGradAccumulationAndAsyncCommunication``
+computes ``output = torch.matmul(input, weight.t())`` and then ``output = output + bias`` — one more kernel
+that reads and writes the QKV projection's output (4 B per element of ``T·qkv/t``; the output projection
+and the MLP pass ``skip_bias_add`` and fold their biases into bias-dropout-add and bias-GeLU) — and its
+backward reduces ``grad_bias = grad_output.sum(dim=0)`` in a kernel that reads the output gradient (2 B per
+element); the skip-bias-add biases get theirs from autograd's reduction of the broadcast add, also a kernel
+reading the gradient. Per biased linear: QKV ``T·qkv/t``, output projection Tₑ·h, MLP up ``T·m·f/t``, MLP
+down Tₑ·h elements (dense MLPs; sail-sg/zero-bubble-pipeline-parallelism@93af65c
+``megatron/core/tensor_parallel/layers.py``, the same in Megatron-LM of that time). TransformerEngine's
+linears fuse both into the GEMM (cuBLASLt bias and bias-gradient epilogues), so ``fused`` counts neither.
+
 Recomputation (Korthikanti §5): selective re-runs the attention core forward (nothing extra with
 FlashAttention, whose backward already recomputes); full re-runs the layer's forward. torchtitan's op-level
 selective checkpointing (``selective-op``, :mod:`distcalc.op_checkpoint`) re-runs every second linear
@@ -90,6 +102,10 @@ EAGER_RMSNORM_BYTES = (36.0, 60.0)
 EAGER_SWIGLU_BYTES = (10.0, 16.0)
 EAGER_ROPE_BYTES = 20.0
 EAGER_EXTRA_KERNELS = {"rmsnorm": 10, "swiglu": 1, "rope": 5}
+#: Megatron-LM local linears (module docstring): bytes per element of the unfused QKV bias add (read 2 +
+#: write 2) and of a bias-gradient reduction (read the 16-bit output gradient)
+LOCAL_BIAS_ADD_BYTES = 4.0
+LOCAL_BIAS_GRAD_BYTES = 2.0
 
 
 @dataclass(frozen=True)
@@ -235,8 +251,9 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
                         if eager and {"rmsnorm": dims.rmsnorm, "swiglu": dims.gated, "rope": dims.rope}[op])
     adds = 1 if dims.parallel_block else 2
     kernels = 1 + norms + adds + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b
+    bias_f, bias_b = local_bias_times(dims, device, tokens, stream, t, moe)
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f + bias_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b + bias_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el
@@ -251,6 +268,24 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
                       backward_wgrad_s=wgrad, backward_dgrad_s=dgrad,
                       gemms_forward_s=tuple(g[0] for g in per_gemm), gemms_dgrad_s=tuple(g[1] for g in per_gemm),
                       gemms_wgrad_s=tuple(g[2] for g in per_gemm))
+
+
+def local_bias_times(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, stream: ArrayLike, tp: ArrayLike,
+                     moe: bool = False) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of the bias kernels Megatron-LM's local linears run unfused (module
+    docstring): the QKV bias add forward, one bias-gradient reduction per biased linear backward (an MoE
+    layer's experts are left out); (0, 0) unless ``device.unfused_linear_bias``."""
+    if not device.unfused_linear_bias:
+        return 0.0, 0.0
+    qkv = tokens * np.divide(dims.qkv_width, tp)  # the column-parallel QKV output on this rank
+    fc1 = tokens * (dims.mlp_matrices - 1) * np.divide(dims.ffn, tp)
+    widths = [(dims.qkv_bias, qkv), (dims.out_bias, stream), (dims.mlp_bias and not moe, fc1),
+              (dims.mlp_bias and not moe, stream)]
+    grad_elements = sum((elements for biased, elements in widths if biased), start=0.0)
+    grad_kernels = sum(1 for biased, _ in widths if biased)
+    add_f = elementwise_time_s(qkv * LOCAL_BIAS_ADD_BYTES, device, 1) if dims.qkv_bias else 0.0
+    grad_b = elementwise_time_s(grad_elements * LOCAL_BIAS_GRAD_BYTES, device, grad_kernels)
+    return add_f, grad_b
 
 
 def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, tp: ArrayLike,

@@ -71,6 +71,9 @@ class ModelDims:
     sliding_window: int = 0  #: attention window w (0: full causal attention; distcalc.model.blocks)
     parallel_block: bool = False  #: parallel attention + MLP block (one TP sync per pass; distcalc.model.blocks)
     block_norms: int = 2  #: normalisation layers per transformer layer
+    qkv_bias: bool = False  #: bias on the fused QKV projection
+    out_bias: bool = False  #: bias on the attention output projection
+    mlp_bias: bool = False  #: biases on the MLP projections
 
     @property
     def dense_layers(self) -> int:
@@ -142,7 +145,8 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         lm_head=float(lm_head_parameters(spec)), final_norm=float(norm_parameters(spec)),
         tied_embeddings=spec.tie_word_embeddings, moe_cumulative=np.concatenate([[0], np.cumsum(moe_flags)]),
         sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
-        block_norms=spec.norms_per_layer,
+        block_norms=spec.norms_per_layer, qkv_bias=bool(spec.attention_qkv_bias),
+        out_bias=bool(spec.attention_out_bias), mlp_bias=bool(spec.mlp_bias),
     )
 
 

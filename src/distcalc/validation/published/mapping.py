@@ -35,7 +35,10 @@ Rules, column by column:
   we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
   so TransformerEngine runs the FlashAttention-2 package instead of cuDNN attention.
   torchtitan and IBM fms-fsdp (the 2024 FSDP blog's runs, before its torch.compile follow-up) →
-  ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE);
+  ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE); the Zero Bubble fork (``framework``
+  "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
+  for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
+  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
@@ -300,6 +303,16 @@ def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
 NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
 
 
+def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
+    """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
+    and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
+    if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
+        return ElementwiseKernels.EAGER
+    if "sail-sg zero-bubble" in run.framework:
+        return ElementwiseKernels.MEGATRON_LOCAL
+    return ElementwiseKernels.FUSED
+
+
 def attention_kernel(run: PublishedRun) -> AttentionKernel:
     """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
     flash backend ("SDPA flash": FlashAttention-2 kernels), else fused."""
@@ -334,8 +347,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
         # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
         # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
-        elementwise_kernels=ElementwiseKernels.EAGER if "torchtitan" in run.framework or "fms-fsdp" in run.framework
-        else ElementwiseKernels.FUSED,
+        elementwise_kernels=elementwise_kernels(run),
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
         # (IBM fms-fsdp) and ZeRO gather into flat buffers
         fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
