@@ -47,7 +47,7 @@ from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
-from distcalc.analyze.options import AnalyzeOptions, AttentionKernel, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
