@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Callable, NamedTuple
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import schedule_shape_problem
+from distcalc.parallel import Schedule, schedule_shape_problem
 
 
 class PassKind(str, Enum):
@@ -86,10 +86,20 @@ class PipelineSchedule:
     ``v_shape``: two chunks per device in a V (:func:`v_device`), else chunk c of device d is virtual stage
     c·p + d (:func:`linear_device`). Subclasses give :meth:`orders`; :meth:`plan` checks and assembles."""
 
-    name: str = ""
-    code: int = -1
+    #: the :class:`~distcalc.parallel.Schedule` member this class implements: its spelling and integer code
+    schedule: Schedule
     description: str = ""
     reference: str = ""
+
+    @property
+    def name(self) -> str:
+        """The ``--schedule`` spelling."""
+        return self.schedule.value
+
+    @property
+    def code(self) -> int:
+        """The integer code of the vectorised step model."""
+        return self.schedule.code
     split_backward: bool = False
     tiles_iterations: bool = False
     parameter_copies: int = 1

@@ -27,7 +27,7 @@ def one(kind: PassKind, micro_batch: int, stage: int, chunk: int = 0) -> Op:
 class GPipe(PipelineSchedule):
     """All forwards, then all backwards (activations of all m micro-batches held)."""
 
-    name, code = Schedule.GPIPE.value, Schedule.GPIPE.code
+    schedule = Schedule.GPIPE
     description = "GPipe: all forwards, then all backwards"
     reference = "Huang et al. 2019, GPipe"
 
@@ -52,7 +52,7 @@ def one_f_one_b_order(devices: int, stage: int, micro_batches: int) -> tuple[Op,
 class OneFOneB(PipelineSchedule):
     """PipeDream-Flush 1F1B."""
 
-    name, code = Schedule.ONE_F_ONE_B.value, Schedule.ONE_F_ONE_B.code
+    schedule = Schedule.ONE_F_ONE_B
     description = "1F1B (PipeDream-Flush): warm-up, one forward one backward, drain"
     reference = "Narayanan et al. 2021 §2.2.1"
 
@@ -69,7 +69,7 @@ class OneFOneB(PipelineSchedule):
 class Interleaved(PipelineSchedule):
     """Megatron-LM interleaved 1F1B over v chunks per device (virtual stage j on device j mod p)."""
 
-    name, code = Schedule.INTERLEAVED.value, Schedule.INTERLEAVED.code
+    schedule = Schedule.INTERLEAVED
     description = "interleaved 1F1B: v model chunks per device"
     reference = "Narayanan et al. 2021 §2.2.2"
 

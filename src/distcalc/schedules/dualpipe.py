@@ -88,7 +88,7 @@ def dual_order(h: int, half: int, per_direction: int, middle: bool,
 class DualPipe(PipelineSchedule):
     """DualPipe on PP devices: two directions, overlapped F&B pairs, 2× parameters."""
 
-    name, code = Schedule.DUALPIPE.value, Schedule.DUALPIPE.code
+    schedule = Schedule.DUALPIPE
     description = "DualPipe: bidirectional, overlapped forward/backward pairs; 2x parameters"
     reference = "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe"
     split_backward = True

@@ -19,7 +19,7 @@ from distcalc.schedules.dualpipe import DualPipe, dual_order
 class DualPipeV(PipelineSchedule):
     """DualPipeV: V-shaped two chunks per device with DualPipe's overlapped F&B pairs."""
 
-    name, code = Schedule.DUALPIPEV.value, Schedule.DUALPIPEV.code
+    schedule = Schedule.DUALPIPEV
     description = "DualPipeV: V-shaped cut-in-half DualPipe, overlapped forward/backward pairs"
     reference = "deepseek-ai/DualPipe README (DualPipeV)"
     split_backward = True

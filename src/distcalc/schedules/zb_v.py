@@ -173,7 +173,7 @@ def v_shape_orders(devices: int, micro_batches: int) -> tuple[tuple[Op, ...], ..
 class ZeroBubbleV(PipelineSchedule):
     """ZB-V: two chunks per device in a V, B/W split; 1F1B memory, zero bubble at equal pass times."""
 
-    name, code = Schedule.ZB_V.value, Schedule.ZB_V.code
+    schedule = Schedule.ZB_V
     description = "ZB-V: V-shaped two chunks per device, B/W split; 1F1B memory, ~0 bubble"
     reference = "Qi et al. 2024 arXiv:2401.10241 v2 §6"
     split_backward = True

@@ -59,7 +59,7 @@ def zero_bubble_order(stage: int, micro_batches: int, warm_up: int, w_delay: int
 class ZeroBubbleH1(PipelineSchedule):
     """ZB-H1: 1F1B's memory, a third of its bubble (``zb-h1``: analyze executes the plan)."""
 
-    name, code = Schedule.ZB_H1.value, Schedule.ZB_H1.code
+    schedule = Schedule.ZB_H1
     description = "ZB-H1: B/W split, W deferred to fill the drain; 1F1B memory"
     reference = "Qi et al. 2024 §2.1, Table 2"
     split_backward = True
@@ -79,13 +79,13 @@ class ZeroBubbleClosedForm(ZeroBubbleH1):
     (:func:`distcalc.pipeline.pipeline_time_s`; ``min(p, m)`` in flight on every stage), as distcalc did
     before the schedules were executed."""
 
-    name, code = Schedule.ZERO_BUBBLE.value, Schedule.ZERO_BUBBLE.code
+    schedule = Schedule.ZERO_BUBBLE
 
 
 class ZeroBubbleH2(PipelineSchedule):
     """ZB-H2 (the paper's ZB-2p family): extra warm-up forwards fill the start, W's fill the end."""
 
-    name, code = Schedule.ZB_H2.value, Schedule.ZB_H2.code
+    schedule = Schedule.ZB_H2
     description = "ZB-H2 / ZB-2p: 2p-1 warm-up forwards, zero bubble with post-validation; 2p-1 memory"
     reference = "Qi et al. 2024 §2.2, §4, Table 2"
     split_backward = True
@@ -104,7 +104,7 @@ class ZeroBubbleH2(PipelineSchedule):
 class ZeroBubble2p(ZeroBubbleH2):
     """ZB-2p: ZB-H2's order with the warm-up filled to the paper's memory limit 2p·M_B."""
 
-    name, code = Schedule.ZB_2P.value, Schedule.ZB_2P.code
+    schedule = Schedule.ZB_2P
     description = "ZB-2p: 2(p-s) warm-up forwards up to the 2p memory limit; ZB-H2's bubble, 2p memory"
     reference = "Qi et al. 2024 §3.1, §4, Table 3"
 
