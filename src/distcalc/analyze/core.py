@@ -47,6 +47,7 @@ from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
+from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
@@ -180,37 +181,6 @@ def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
     return bool(calibration.compute) and calibration.compute.get("device") == device.name
 
 
-def _dp_tables(t: list[np.ndarray], on: np.ndarray, z3_backward: np.ndarray | None = None,
-               allreduce_sharded: bool = False) -> tuple[np.ndarray, ...]:
-    """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
-    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
-    2 step AllGather, 3/4 ZeRO-3 AllGathers) is ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and
-    the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank).
-    ``z3_backward``: the per-micro-batch ZeRO-3 backward term (ReduceScatter + backward AllGather taken
-    together, for exposed times) in place of ``t1`` and ``t4`` separately. ``allreduce_sharded``: ZeRO-1 all-reduces
-    the gradients (``t0``) instead of reduce-scattering them (DeepSpeed BF16_Optimizer)."""
-    t0, t1, t2, t3, t4 = t
-    zero = np.zeros_like(t1)
-    b3, a3 = (t1, t4) if z3_backward is None else (z3_backward, zero)
-    k1 = np.stack([zero, zero, t1, b3], axis=1) * on[:, None]
-    k2 = np.stack([t0, (t0 if allreduce_sharded else t1) + t2, t2, zero], axis=1) * on[:, None]
-    k3 = np.stack([zero, zero, zero, t3], axis=1) * on[:, None]
-    k4 = np.stack([zero, zero, zero, a3], axis=1) * on[:, None]
-    return tuple(k.ravel() for k in (k1, k2, k3, k4))
-
-
-def _dp_sum(tables: tuple[np.ndarray, ...], take, mf: np.ndarray, any_ge2: bool, any_z3: bool) -> np.ndarray:
-    """``((m·K1 + K2) + m·K3) + m·K4`` gathered per configuration (terms that are 0 everywhere skipped)."""
-    k1, k2, k3, k4 = tables
-    acc = take(k2)
-    if any_ge2:
-        acc = np.multiply(mf, take(k1)) + acc
-    if any_z3:
-        acc += mf * take(k3)
-        acc += mf * take(k4)
-    return acc
-
-
 def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, batch: dict[str, Any],
              options: AnalyzeOptions | None = None, details: bool = False) -> dict[str, Any]:
     """Core of :func:`distcalc.analyze.evaluate_batch` (see the module docstring). With ``details`` the
@@ -284,8 +254,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u["dp_on"]
     ar = o.allreduce_sharded_gradients
-    dp_on_link = _dp_sum(_dp_tables(u["t"], on, allreduce_sharded=ar), gz, mf, any_ge2, any_z3)
-    dp_exposed = _dp_sum(_dp_tables(u["e"], on, u["z3_backward"], ar), gz, mf, any_ge2, any_z3)
+    dp_on_link = dp_sum(dp_tables(u["t"], on, allreduce_sharded=ar), gz, mf, any_ge2, any_z3)
+    dp_exposed = dp_sum(dp_tables(u["e"], on, u["z3_backward"], ar), gz, mf, any_ge2, any_z3)
     optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"]] + [u["opt_sharded"]] * 2, axis=1).ravel())
     if o.grad_accumulation_bytes_per_parameter:
         optimizer = optimizer + mf * g(u["accumulate"])
