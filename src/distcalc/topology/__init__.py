@@ -44,8 +44,9 @@ Topology kinds:
 
 
 from distcalc.topology.build import TopologySpec, make_topology
+from distcalc.topology.graph import Topology
 from distcalc.topology.model import (
-    DEFAULT_GPUS_PER_LEAF, Link, LinkTier, NodeId, Topology, TopologyKind, most_square_shape, parse_shape,
+    DEFAULT_GPUS_PER_LEAF, Link, LinkTier, NodeId, TopologyKind, most_square_shape, parse_shape,
 )
 
 __all__ = [

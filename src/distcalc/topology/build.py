@@ -8,9 +8,8 @@ from typing import Optional, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import TopologyError
-from distcalc.topology.model import (
-    DEFAULT_GPUS_PER_LEAF, Topology, TopologyKind, most_square_shape, parse_shape,
-)
+from distcalc.topology.graph import Topology
+from distcalc.topology.model import DEFAULT_GPUS_PER_LEAF, TopologyKind, most_square_shape, parse_shape
 
 
 def make_topology(

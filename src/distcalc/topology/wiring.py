@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import functools
 
-from distcalc.topology.model import Link, LinkTier, NodeId, Topology, TopologyKind
+from distcalc.topology.model import Link, LinkTier, NodeId, TopologyKind, TopologyLayout
 
 
-def build_links(topo: Topology) -> list[Link]:
+def build_links(topo: TopologyLayout) -> list[Link]:
     n, bw, lat = topo.gpus, topo.bandwidth_bytes_per_s, topo.latency_s
     links: list[Link] = []
     if n == 1:
@@ -51,7 +51,7 @@ def build_links(topo: Topology) -> list[Link]:
     return links
 
 
-def _grid_neighbours(topo: Topology, rank: int) -> list[int]:
+def _grid_neighbours(topo: TopologyLayout, rank: int) -> list[int]:
     """Direct neighbours on ring/torus/mesh in the order +d0, −d0, +d1, −d1, … (deduplicated)."""
     coords = list(topo.coords(rank))
     out: list[int] = []
@@ -87,7 +87,7 @@ def _axis_steps(size: int, start: int, end: int, wrap: bool) -> tuple[int, ...]:
     return tuple(out)
 
 
-def route_nodes(topo: Topology, src: int, dst: int) -> list[NodeId]:
+def route_nodes(topo: TopologyLayout, src: int, dst: int) -> list[NodeId]:
     kind = topo.kind
     if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
         coords, target = list(topo.coords(src)), topo.coords(dst)
