@@ -16,7 +16,8 @@ from distcalc.collective.busbw import algbw_busbw
 from distcalc.errors import AlgorithmError, TopologyError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.inputs import excerpt
-from distcalc.jobs.base import JobRequest, parse_option
+from distcalc.jobs.base import JobRequest
+from distcalc.jobs.messages import parse_option
 from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.placement import group_placement
 from distcalc.topology import Topology, TopologyKind, make_topology
