@@ -1,4 +1,4 @@
-"""Topology data model: kinds, links and the :class:`TopologyLayout` record, the parameters of a topology and
+"""Topology data model: links and the :class:`TopologyLayout` record, the parameters of a topology and
 the facts that follow from its shape alone (see :mod:`distcalc.topology`). Its links and routes are
 :mod:`distcalc.topology.wiring`; the two together are :class:`distcalc.topology.graph.Topology`."""
 
@@ -10,20 +10,11 @@ from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from distcalc.errors import TopologyError
+from distcalc.topology.kinds import TopologyKind, kind_traits
 
 NodeId = Hashable
 
 DEFAULT_GPUS_PER_LEAF = 32
-
-class TopologyKind(str, enum.Enum):
-    """The six topology families (CLI values in lower case)."""
-
-    RING = "ring"
-    TREE = "tree"
-    SWITCH = "switch"
-    HIERARCHICAL = "hierarchical"
-    MESH = "mesh"
-    TORUS = "torus"
 
 
 class LinkTier(str, enum.Enum):
@@ -107,8 +98,8 @@ class TopologyLayout:
 
     @property
     def wraparound(self) -> bool:
-        """True for ring and torus (every dimension closes on itself)."""
-        return self.kind in (TopologyKind.RING, TopologyKind.TORUS)
+        """True for ring and torus (every dimension closes on itself: :class:`~distcalc.topology.kinds.KindTraits`)."""
+        return kind_traits(self.kind).wraparound
 
     @property
     def nodes(self) -> int:
@@ -172,10 +163,8 @@ class TopologyLayout:
         if n == 1:
             return 0
         kind = self.kind
-        if kind in (TopologyKind.RING, TopologyKind.TORUS):
-            return sum(d // 2 for d in self.dims)
-        if kind == TopologyKind.MESH:
-            return sum(d - 1 for d in self.dims)
+        if kind_traits(kind).direct:  # ring, torus: half way round each dimension; mesh: end to end
+            return sum(d // 2 if self.wraparound else d - 1 for d in self.dims)
         if kind == TopologyKind.SWITCH:
             return 2
         if kind == TopologyKind.TREE:
@@ -194,7 +183,7 @@ class TopologyLayout:
         if n == 1:
             return 0.0
         kind = self.kind
-        if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+        if kind_traits(kind).direct:
             dims = self.dims
             longest = max(dims)
             per_row = 2 if (self.wraparound and longest >= 3) else 1
@@ -217,12 +206,12 @@ class TopologyLayout:
                        inter_latency_s=self.inter_latency_s)
         else:
             out.update(bandwidth_bytes_per_s=self.bandwidth_bytes_per_s, latency_s=self.latency_s)
-        if self.shape is not None and self.kind in (TopologyKind.MESH, TopologyKind.TORUS):
+        if self.shape is not None and kind_traits(self.kind).shaped:
             out["shape"] = list(self.shape)
         if self.kind == TopologyKind.TREE:
             out.update(gpus_per_leaf=self.gpus_per_node, leaves=self.nodes, last_leaf_gpus=self.last_leaf_gpus,
                        leaf_layout=self.leaf_layout, oversubscription=self.oversubscription)
-        if self.kind == TopologyKind.SWITCH:
+        if kind_traits(self.kind).in_network_reduction:
             out["in_network_reduction"] = self.in_network_reduction
         out["diameter_hops"] = self.diameter
         out["bisection_bandwidth_bytes_per_s"] = self.bisection_bandwidth_bytes_per_s

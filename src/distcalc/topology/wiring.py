@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 
-from distcalc.topology.model import Link, LinkTier, NodeId, TopologyKind, TopologyLayout
+from distcalc.topology.kinds import TopologyKind, kind_traits
+from distcalc.topology.model import Link, LinkTier, NodeId, TopologyLayout
 
 
 def build_links(topo: TopologyLayout) -> list[Link]:
@@ -18,7 +19,7 @@ def build_links(topo: TopologyLayout) -> list[Link]:
         links.append(Link(a, b, b_bw, b_lat, tier))
         links.append(Link(b, a, b_bw, b_lat, tier))
 
-    if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(kind).direct:
         seen: set[tuple[int, int]] = set()
         for rank in range(n):
             for nb in _grid_neighbours(topo, rank):
@@ -89,7 +90,7 @@ def _axis_steps(size: int, start: int, end: int, wrap: bool) -> tuple[int, ...]:
 
 def route_nodes(topo: TopologyLayout, src: int, dst: int) -> list[NodeId]:
     kind = topo.kind
-    if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(kind).direct:
         coords, target = list(topo.coords(src)), topo.coords(dst)
         path: list[NodeId] = [src]
         for axis, size in enumerate(topo.shape or ()):
