@@ -24,7 +24,7 @@ from distcalc.simulate.timing import Timing, TimingMode, time_schedule
 from distcalc.topology import Topology
 
 __all__ = ["Op", "Pattern", "Schedule", "SimulationResult", "generate_schedule", "simulate", "simulate_schedule",
-           "execute", "Execution", "Timing", "TimingMode", "node_name", "time_routed"]
+           "execute", "Execution", "Timing", "TimingMode", "node_name", "parse_mode", "time_routed"]
 
 
 @dataclass
