@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distcalc.simulate.budget import check_before_generation, check_schedule, out_of_memory
+from distcalc.simulate.events import DENSE_READY_ENTRIES, time_events
 from distcalc.simulate.execute import Execution, execute
 from distcalc.simulate.plans import generate_schedule, to_schedule
 from distcalc.simulate.route import route_schedule
@@ -125,8 +126,6 @@ def parse_mode(mode: TimingMode | str) -> TimingMode:
 def time_routed(schedule: Schedule, topo: Topology, mode: TimingMode | str = TimingMode.STEP) -> Timing:
     """Time a schedule on ``topo``: synchronous steps (:mod:`.timing`) or chunk-level events (:mod:`.events`)."""
     if parse_mode(mode) == TimingMode.EVENT:
-        from distcalc.simulate.events import time_events
-
         return time_events(schedule, topo)
     return time_schedule(route_schedule(schedule, topo), topo.gpus)
 
@@ -162,8 +161,11 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
     check_before_generation(kind.value, name, topo.gpus, elements_per_chunk if verify else 0)
     try:
         schedule = generate_schedule(kind.value, name, topo, float(size_bytes), segments, pick)
+        # step timing holds a steps × links load matrix; event timing a (node, chunk) table of ready times
+        table = (schedule.steps * len(topo.links()) if mode == TimingMode.STEP
+                 else min(schedule.nodes * schedule.chunks, DENSE_READY_ENTRIES))
         check_schedule(kind.value, name, schedule.nodes, schedule.chunks, int(schedule.src.size),
-                       elements_per_chunk if verify else 0, schedule.steps * len(topo.links()))
+                       elements_per_chunk if verify else 0, table)
         execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify, mode)
     except MemoryError:  # the exact size is known only while generating: report it, never a traceback
         raise out_of_memory(kind.value, name, topo.gpus) from None
