@@ -6,8 +6,10 @@
 
 Pipeline: :mod:`.plans` generates the schedule (the algorithm itself, step by step), :mod:`.execute` runs it
 on real NumPy buffers and checks the collective's result, :mod:`.route` puts every transfer on the
-topology's links, :mod:`.timing` applies α + busiest-link/B per step. The byte accounting uses the real
-M; the executed data is ``elements_per_chunk`` numbers per chunk.
+topology's links, :mod:`.timing` applies α + busiest-link/B per step (``mode="step"``), or :mod:`.events`
+times every chunk transfer as an event on its links with no step barrier (``mode="event"``: pipelined and
+concurrent schedules overlap). The byte accounting uses the real M; the executed data is
+``elements_per_chunk`` numbers per chunk.
 """
 
 from __future__ import annotations
