@@ -7,7 +7,7 @@ every step. Here there is no barrier:
 * **per-link α-β (Hockney) service**: a directed link serves the transfers of one schedule step that cross it
   as one message, busy for α + bytes/B (α: the route latency of :mod:`.route`, the largest among the
   transfers it carries in that step; B: the link's own bandwidth). Messages on one link are served one after
-  another, in schedule-step order (a rank issues its sends in program order, as NCCL's per-channel FIFOs do);
+  another, in schedule-step order (a rank issues its sends in program order);
   messages on different links overlap;
 * **data dependency**: a link starts a step's message when the link is free and the data of every transfer
   it carries has arrived at the transfer's source (all earlier-step arrivals of that chunk at that node; a
@@ -20,9 +20,10 @@ every step. Here there is no barrier:
 With one message per link per step and every link of a step starting together (the synchronous schedules)
 this is Σ_s [α_s + max_l bytes_{s,l}/B_l], the step model, exactly. A pipelined schedule overlaps its steps:
 a tandem of hops with service times t_h serves k segments in Σ_h t_h + (k − 1)·max_h t_h (the flow-shop
-makespan; Conway, Maxwell & Miller, *Theory of Scheduling*, 1967, §5), which is the collective library's
+makespan of identical jobs; Conway, Maxwell & Miller, *Theory of Scheduling*, 1967), which is the collective library's
 pipelined-chain formula. Source of the per-message cost: Hockney, *Parallel Computing* 20(3), 1994 (α + n/B
-per message); the busy-until link queue is ASTRA-sim's analytical network backend's (Won et al., ISPASS 2023).
+per message); a busy-until queue per link, cf. ASTRA-sim 2.0's congestion-aware analytical network (Won et
+al., ISPASS 2023).
 
 The time and its α part are carried along the critical path (the α of every message on the chain of
 dependencies that ends last); the bandwidth part is the rest.
