@@ -20,8 +20,8 @@ every step. Here there is no barrier:
 With one message per link per step and every link of a step starting together (the synchronous schedules)
 this is Σ_s [α_s + max_l bytes_{s,l}/B_l], the step model, exactly. A pipelined schedule overlaps its steps:
 a tandem of hops with service times t_h serves k segments in Σ_h t_h + (k − 1)·max_h t_h (the flow-shop
-makespan of identical jobs; Conway, Maxwell & Miller, *Theory of Scheduling*, 1967), which is the collective library's
-pipelined-chain formula. Source of the per-message cost: Hockney, *Parallel Computing* 20(3), 1994 (α + n/B
+makespan of identical jobs; Conway, Maxwell & Miller, *Theory of Scheduling*, 1967), which is the collective
+library's pipelined-chain formula. Source of the per-message cost: Hockney, *Parallel Computing* 20(3), 1994 (α + n/B
 per message); a busy-until queue per link, cf. ASTRA-sim 2.0's congestion-aware analytical network (Won et
 al., ISPASS 2023).
 
