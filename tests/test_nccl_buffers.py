@@ -76,3 +76,23 @@ def test_buffers_count_on_the_device_basis_only():
     extra = counted.peak_bytes(MemoryBasis.DEVICE) - plain.peak_bytes(MemoryBasis.DEVICE)
     # the buffers beyond the 512 MiB default, plus the allocator reserve the model charges on them (5 %)
     assert abs(extra - 1.05 * (nccl - MemoryOptions().comm_buffer_bytes)) < 1e-6 * nccl
+
+
+def test_cli_auto_counts_the_jobs_communicators_and_refuses_nonsense():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["memory", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8", "--tp", "2", "--dp", "4",
+            "--micro-batch", "1", "--global-batch", "512", "--seq-len", "8192", "--sequence-parallel",
+            "--distributed-optimizer", "--json"]
+    runner = CliRunner()
+    auto = runner.invoke(app, args + ["--comm-buffer", "auto"])
+    assert auto.exit_code == 0, auto.output
+    worst = json.loads(auto.output)["memory"]
+    # world (8 GPUs) + TP 2 + DP 4 on DGX H100 with NVLS; Llama 3 8B unties its embeddings
+    assert worst["communication_buffers_bytes"] == (688 + 1536 + 544 + 688 + 768) * MIB
+    bad = runner.invoke(app, args + ["--comm-buffer", "lots"])
+    assert bad.exit_code == 2 and "auto" in bad.output and "lots" in bad.output
