@@ -35,8 +35,9 @@ stage though only the first and the last hold it (those two are where the peak s
   ``memSize`` = ``NVLS_MEM_ALIGN_SIZE`` (2 MiB) and one head per GPU of the node
   (``src/graph/search.cc``: "NVLS search must have ngpus heads at most"; a single node pulls from all):
   192 MiB per head, 1.5 GiB for a communicator spanning eight GPUs of a node (:func:`nvls_bytes`).
-  NCCL 2.17–2.21 set NVLS up when the communicator is created; later releases when an NVLS collective
-  first runs, which a data-parallel all-reduce on such a node does.
+  NCCL 2.19 sets NVLS up when the communicator is created (``initTransportsRank`` calls ``ncclNvlsSetup``);
+  from 2.22 (``NCCL_RUNTIME_CONNECT`` default 1) when an NVLS collective first runs, which an all-reduce of
+  more than two GPUs on such a node does — so a communicator that never runs one holds less there.
 """
 
 from __future__ import annotations
