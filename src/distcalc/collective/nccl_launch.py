@@ -18,8 +18,8 @@ The host launch time is a property of the host (CPU, driver), not of NCCL's tuni
 * DGX A100 (2× AMD EPYC 7742): ``NCCL_ALGO=Ring NCCL_MAX_NCHANNELS=1 all_reduce_perf -b 8 -e 128 -g G`` took
   10.0, 13.76, 16.88, 20.8, 25.2, 29.5 and 33.7 µs for G = 2 … 8 (NVIDIA/nccl-tests issue #123, 2022-12-14) —
   linear in G, 4.16–4.22 µs per GPU from G = 4 up (33.7 / 8 = 4.21 µs), where NCCL's own estimate of those
-  one-channel LL all-reduces is at most 6.6 + 14 × 0.6 = 15 µs and the same kind of host with one process per
-  GPU runs them in 18–24 µs (the published 8× A100 log shipped with distcalc, ``mpirun -np 8 -g 1``).
+  one-channel LL all-reduces is at most 6.6 + 14 × 0.6 = 15 µs; the published 8× A100 log shipped with distcalc
+  runs such sizes in 18–24 µs with one process per GPU (``mpirun -np 8 -g 1``) and in 39 µs with ``-g 8``.
 
 No measurement of another host class was found, so elsewhere no floor is applied (:func:`host_launch_s_per_gpu`
 returns None). Not modelled: what ``-g G`` adds above the floor (on the shipped A100 log, 4–25 % from 4 to
