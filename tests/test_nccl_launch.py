@@ -62,3 +62,4 @@ def test_parser_reads_gpus_per_thread_from_the_header():
             "           8             2     float     sum      -1    20.26    0.00    0.00      0    17.74    0.00    0.00      0\n")
     runs = parse_nccl_tests(text)
     assert [r.gpus_per_thread for r in runs] == [8, 1]
+
