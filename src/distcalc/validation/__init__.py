@@ -20,6 +20,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.gpu_kernels",
     "distcalc.validation.published",
     "distcalc.validation.nccl_busbw",
+    "distcalc.validation.nccl_multinode",
     "distcalc.validation.zero_bubble",
     "distcalc.validation.dualpipe_table",
 )
