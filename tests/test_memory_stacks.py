@@ -125,8 +125,14 @@ def test_flagperf_rows_keep_megatrons_default_dropout_like_its_other_defaults():
     # pretrain_llama3.sh passes no --hidden-dropout / --attention-dropout: Megatron's 0.1 defaults run
     spec = run_inputs(RUNS["flagperf_l3_8b_a800_pp2dp4tp1"]).spec
     assert spec.hidden_dropout == 0.1 and spec.attention_dropout == 0.1 and spec.mlp_bias
-    bloom = run_inputs(RUNS[BLOOM]).spec  # the row states no dropout and is not a Megatron-defaults script
-    assert bloom.hidden_dropout == 0.0 and bloom.attention_dropout == 0.0
+    assert spec.embedding_dropout == 0.1  # Megatron's embedding dropout is the hidden dropout
+    # BigScience's tr11 README: "The default Megatron-LM dropout settings are inherited" (the slurm script passes
+    # no dropout flag), although the BLOOM rows' dropout column says false
+    bloom = run_inputs(RUNS[BLOOM])
+    assert bloom.spec.hidden_dropout == bloom.spec.attention_dropout == bloom.spec.embedding_dropout == 0.1
+    assert any("dropout" in a for a in bloom.assumptions)
+    titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).spec  # no dropout, no such statement
+    assert titan.hidden_dropout == titan.embedding_dropout == 0.0
 
 
 def test_cli_takes_the_stack_numbers_as_options():

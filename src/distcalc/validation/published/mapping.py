@@ -12,7 +12,10 @@ Rules, column by column:
   positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases —
   and dropout: the same script (``training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh``) passes no
   ``--hidden-dropout``/``--attention-dropout`` either, so Megatron's defaults (0.1 each, ``arguments.py``) run.
-  ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
+  ``dropout`` true → 0.1 hidden, attention and embedding dropout (Megatron's default; its embedding dropout is
+  the hidden dropout, ``language_model.py``). Sources that document keeping Megatron's dropout defaults
+  although their rows' ``dropout`` column says false (:data:`MEGATRON_DROPOUT_SOURCES`: BigScience's tr11
+  README, "The default Megatron-LM dropout settings are inherited") get the same. MoE rows: ``moe_detail`` is
   parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
 * Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
   fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
@@ -118,6 +121,14 @@ CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
     "BLOOM_prequel_sweep_2022-02-21": (11, 5),
 }
 
+# Sources whose runs kept Megatron-LM's dropout defaults (``--hidden-dropout`` and ``--attention-dropout`` 0.1;
+# Megatron's embedding dropout is the hidden dropout) although the row's ``dropout`` column says false.
+MEGATRON_DROPOUT_SOURCES: dict[str, str] = {
+    # BigScience tr11-176B-ml/README.md: "The default Megatron-LM dropout settings are inherited:
+    # --attention-dropout 0.1 --hidden-dropout default=0.1" (tr11-176B-ml.slurm passes neither flag)
+    "BLOOM_prequel_sweep_2022-02-21": "tr11-176B-ml README: Megatron-LM dropout defaults inherited",
+}
+
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
 SCHEDULE_OF_LABEL: dict[str, tuple[str, ...]] = {
     "1F1B": ("1f1b",),
@@ -189,12 +200,19 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
     return fields
 
 
+def megatron_default_dropout(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron's default dropout (0.1) although its ``dropout`` column does not say so: a
+    script that keeps Megatron's argument defaults (FlagPerf, "biased linears" in ``assumptions``) or a source
+    that documents inheriting them (:data:`MEGATRON_DROPOUT_SOURCES`)."""
+    return "biased linears" in run.assumptions or run.source in MEGATRON_DROPOUT_SOURCES
+
+
 def model_spec(run: PublishedRun) -> ModelSpec:
     """The row's model (see the module docstring for the rules)."""
     gpt_style = not run.gated_mlp
     megatron_defaults = "biased linears" in run.assumptions  # a script that keeps Megatron's argument defaults
     biases = gpt_style or megatron_defaults
-    dropout = 0.1 if run.dropout or megatron_defaults else 0.0
+    dropout = 0.1 if run.dropout or megatron_default_dropout(run) else 0.0
     fields: dict[str, object] = dict(
         name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
         num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
@@ -203,7 +221,8 @@ def model_spec(run: PublishedRun) -> ModelSpec:
         hidden_act="gelu" if gpt_style else "silu", gated_mlp=run.gated_mlp,
         norm_type="layernorm" if gpt_style else "rmsnorm", attention_qkv_bias=biases, attention_out_bias=biases,
         mlp_bias=biases, position_embedding=run.pos_emb or "rope", attention_dropout=dropout,
-        hidden_dropout=dropout, source=run.source,
+        hidden_dropout=dropout, embedding_dropout=dropout,
+        source=run.source,
     )
     if run.moe_detail:
         fields.update(_moe_fields(run.moe_detail, run.ffn))
@@ -252,6 +271,8 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
                          run.precision_label)
     if run.flash_attention is None:
         assumed.append("flash attention on (not stated)")
+    if run.source in MEGATRON_DROPOUT_SOURCES and not run.dropout:
+        assumed.append(f"dropout 0.1 ({MEGATRON_DROPOUT_SOURCES[run.source]})")
     if run.ep > 1 and not run.moe_detail:
         raise NotExpressible(f"ep {run.ep} without an MoE description")
     chunks = run.pp * (run.vpp or 1)
@@ -277,6 +298,23 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
 #: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
 #: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
 BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
+
+
+#: PyTorch autograd's ``AccumulateGrad`` adding a micro-batch's 16-bit weight gradient into the existing 16-bit
+#: ``param.grad`` (``variable_grad += new_grad``, torch/csrc/autograd/functions/accumulate_grad.h): read 2 + 2,
+#: write 2 bytes per parameter and micro-batch. Megatron-DeepSpeed's linears (``megatron/mpu/layers.py``:
+#: ``F.linear``, no ``gradient_accumulation_fusion``) leave the accumulation to autograd; Megatron-LM's fused
+#: ``main_grad`` accumulation (in the weight-gradient GEMM) and DeepSpeed's BF16_Optimizer (which takes the
+#: 16-bit gradient after every micro-batch) do not pay it.
+AUTOGRAD_ACCUMULATION_BYTES = 6.0
+
+
+def autograd_grad_accumulation(run: PublishedRun) -> bool:
+    """Whether autograd accumulates the row's 16-bit gradients across micro-batches (Megatron-DeepSpeed with
+    DeepSpeed's ZeRO-0/1 optimizer: gradients stay in ``param.grad`` until the step; ZeRO-2 reduces them per
+    micro-batch through its hooks, the BF16_Optimizer takes them each micro-batch)."""
+    return ("DeepSpeed" in run.framework and run.zero_stage in (0, 1) and not run.fsdp
+            and not deepspeed_bf16_optimizer(run))
 
 
 def deepspeed_zero(run: PublishedRun) -> bool:
@@ -308,7 +346,7 @@ def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
     if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
         return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework:
+    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework:
         return ElementwiseKernels.MEGATRON_LOCAL
     return ElementwiseKernels.FUSED
 
@@ -342,7 +380,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
-        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
+        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
+            AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
         # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:

@@ -1,0 +1,49 @@
+"""Megatron-DeepSpeed as BigScience ran it in February 2022 (the BLOOM sweep rows): which kernels and passes its
+code runs that Megatron-LM's fused paths do not, and how the published-runs mapping prices them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from distcalc.analyze import ElementwiseKernels, analyze
+from distcalc.validation.published.mapping import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
+                                                   run_inputs)
+from distcalc.validation.published.rows import published_runs
+
+RUNS = {run.case_id: run for run in published_runs()}
+BLOOM = "bloomsweep_h14336_l72_pp12_dp4_mbs1"
+
+
+def test_zero1_rows_let_autograd_accumulate_16bit_gradients_and_run_local_linears():
+    options = run_inputs(RUNS[BLOOM]).options
+    assert AUTOGRAD_ACCUMULATION_BYTES == 6.0  # read param.grad and the new gradient (2 + 2), write 2
+    assert options.grad_accumulation_bytes_per_parameter == AUTOGRAD_ACCUMULATION_BYTES
+    assert options.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL  # F.linear + bias kernels
+    # the BF16_Optimizer takes each micro-batch's gradient itself (its own 10 B pass, not autograd's)
+    bf16 = run_inputs(dataclasses.replace(RUNS[BLOOM], zero_stage=0)).options
+    assert bf16.grad_accumulation_bytes_per_parameter == BF16_OPTIMIZER_ACCUMULATION_BYTES
+    # Megatron-LM fuses the accumulation into the weight-gradient GEMM (main_grad): nothing extra
+    megatron = run_inputs(RUNS["nara21_1p7b"]).options
+    assert megatron.grad_accumulation_bytes_per_parameter == 0.0
+    assert megatron.elementwise_kernels is ElementwiseKernels.FUSED
+
+
+def test_autograd_accumulation_costs_one_memory_bound_pass_per_micro_batch():
+    i = run_inputs(RUNS[BLOOM])
+    with_pass = analyze(i.spec, i.cluster, i.config, i.options)
+    without = analyze(i.spec, i.cluster, i.config, i.options.model_copy(
+        update={"grad_accumulation_bytes_per_parameter": 0.0}))
+    extra = with_pass.step_time_s - without.step_time_s
+    m = i.config.global_batch // (i.config.micro_batch * i.config.data_parallel)
+    # the last stage holds 6 layers of 12 h^2 / t parameters (plus biases and norms) and the tied embedding V h / t
+    h, t = 14336, 8
+    params = 6 * 12 * h * h / t + 250880 * h / t
+    per_pass = params * AUTOGRAD_ACCUMULATION_BYTES / 2.039e12  # A100 80GB datasheet HBM bandwidth
+    assert m == 512 and m * per_pass < extra < 1.5 * m * per_pass
+
+
+def test_megatron_dropout_defaults_make_the_bloom_rows_slower():
+    i = run_inputs(RUNS[BLOOM])
+    dry = i.spec.model_copy(update={"attention_dropout": 0.0, "hidden_dropout": 0.0, "embedding_dropout": 0.0})
+    wet = analyze(i.spec, i.cluster, i.config, i.options).step_time_s
+    assert wet > 1.005 * analyze(dry, i.cluster, i.config, i.options).step_time_s
