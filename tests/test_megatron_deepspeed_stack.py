@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from distcalc.analyze import ElementwiseKernels, analyze
 from distcalc.validation.published.mapping import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                    run_inputs)
@@ -47,3 +49,22 @@ def test_megatron_dropout_defaults_make_the_bloom_rows_slower():
     dry = i.spec.model_copy(update={"attention_dropout": 0.0, "hidden_dropout": 0.0, "embedding_dropout": 0.0})
     wet = analyze(i.spec, i.cluster, i.config, i.options).step_time_s
     assert wet > 1.005 * analyze(dry, i.cluster, i.config, i.options).step_time_s
+
+
+def test_alibi_through_baddbmm_costs_a_copy_and_a_read_of_the_scores_without_flash_attention():
+    from distcalc.compute.device import load_device
+    from distcalc.compute.layer import ALIBI_SCORE_BYTES, layer_times
+    from distcalc.model.dims import model_dims
+
+    spec = run_inputs(RUNS[BLOOM]).spec
+    assert spec.position_embedding.value == "alibi" and model_dims(spec).alibi
+    plain = model_dims(spec.model_copy(update={"position_embedding": "none"}))
+    alibi, device = model_dims(spec), load_device("a100-80gb", "bf16")
+    b, s, t = 2, 2048, 8
+    unfused = [layer_times(d, device, b, s, t, flash_attention=0) for d in (alibi, plain)]
+    scores = b * (64 // t) * s * s
+    extra = ALIBI_SCORE_BYTES * scores / device.memory_bandwidth_bytes_per_s + device.kernel_overhead_s
+    assert float(unfused[0].forward_attention_s - unfused[1].forward_attention_s) == pytest.approx(extra)
+    assert float(unfused[0].backward_s) == pytest.approx(float(unfused[1].backward_s))  # the bias has no gradient
+    flash = [layer_times(d, device, b, s, t, flash_attention=1) for d in (alibi, plain)]
+    assert float(flash[0].forward_s) == pytest.approx(float(flash[1].forward_s))  # a bias inside the kernel
