@@ -63,6 +63,9 @@ def test_stack_options_leave_other_fields_and_the_plain_stack_unchanged():
     assert opts.comm_buffer_bytes == 7 * MIB
     assert opts.recipe is Recipe.MIXED_16BIT_GRADS and opts.cuda_context_bytes == EAGER_CUDA_CONTEXT_BYTES
     assert opts.allocator_reserve_fraction == pytest.approx(0.15 / 0.85)
+    assert (opts.step_buffer_bytes_per_parameter, opts.step_bucket_bytes) == (6.0, 500_000_000 * 2)
+    bf16 = stack_memory_options(deepspeed_zero=True, fp32_grad_accumulation=True)  # BF16_Optimizer: its own step
+    assert (bf16.step_buffer_bytes_per_parameter, bf16.step_bucket_bytes) == (0.0, 0)
 
 
 def test_deepspeed_stack_halves_gradient_bytes_and_adds_the_eager_context():
@@ -75,11 +78,19 @@ def test_deepspeed_stack_halves_gradient_bytes_and_adds_the_eager_context():
     assert b.gradients_bytes == pytest.approx(a.gradients_bytes / 2)
     assert b.weights_bytes == a.weights_bytes and b.optimizer_bytes == a.optimizer_bytes
     assert b.cuda_context_bytes == EAGER_CUDA_CONTEXT_BYTES
-    rest = b.total_bytes - b.allocator_reserve_bytes
+    # the ZeRO-1 step's flat 16-bit + fp32 gradient copies (6 B per optimizer-shard parameter, dp 4) and the
+    # 5e8-element 16-bit reduce bucket: new segments, outside the fragmentation reserve
+    assert b.optimizer_step_buffers_bytes == pytest.approx(6.0 * b.parameters / 4 + 1e9)
+    assert a.optimizer_step_buffers_bytes == 0.0
+    rest = b.total_bytes - b.allocator_reserve_bytes - b.optimizer_step_buffers_bytes
     assert b.allocator_reserve_bytes == pytest.approx(0.15 / 0.85 * rest)
-    # the reserve counts on the reserved and device bases only
+    # the reserve counts on the reserved and device bases only; allocated is the steady state or the model
+    # states with the step's tensors, whichever is more
+    states = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes
     assert b.peak_bytes(MemoryBasis.ALLOCATED) == pytest.approx(
-        b.weights_bytes + b.gradients_bytes + b.optimizer_bytes + b.activations_bytes)
+        max(states + b.activations_bytes, states + b.optimizer_step_buffers_bytes))
+    assert b.peak_bytes(MemoryBasis.RESERVED) == pytest.approx(
+        b.total_bytes - b.communication_buffers_bytes - b.cuda_context_bytes)
 
 
 def test_bloom_rows_describe_megatron_deepspeed_and_flagperf_rows_megatron_core():

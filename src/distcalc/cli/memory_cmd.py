@@ -32,6 +32,7 @@ SEGMENTS = (
     ("loss workspace", ("loss_workspace_bytes",)),
     ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
     ("allocator reserve", ("allocator_reserve_bytes",)),
+    ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
 )
 MAX_STAGE_COLUMNS = 8
 
@@ -69,7 +70,10 @@ def _render(report: MemoryReport) -> None:
     table.add_row("layers", *[str(st.layers) for st in stages])
     table.add_row("in-flight micro-batches", *[f"{st.in_flight_micro_batches:g}" for st in stages])
     for label, fields in SEGMENTS:
-        table.add_row(label, *[format_size(sum(getattr(st, f) for f in fields)) for st in stages])
+        values = [sum(getattr(st, f) for f in fields) for st in stages]
+        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+            continue
+        table.add_row(label, *[format_size(v) for v in values])
     table.add_row("[bold]total[/bold]", *[f"[bold]{format_size(st.total_bytes)}[/bold]" for st in stages])
     console.print(table)
     worst = report.worst
@@ -95,6 +99,8 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     x = [s.stage for s in stages]
     for label, fields in SEGMENTS:
         values = [sum(getattr(s, f) for f in fields) / 2**30 for s in stages]
+        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+            continue
         ax.bar(x, values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values)]
     if report.gpu is not None:
