@@ -57,20 +57,8 @@ Rules, column by column:
   a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
   fragmentation (only the reserved and nvidia-smi bases count it).
 
-What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
-
-* Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
-  (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
-  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it
-  partitions the boundary activation over the TP group (``is_pipe_partitioned``), as Megatron's
-  scatter/gather: the Megatron pipeline terms apply unchanged.
-* Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
-  (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
-  119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
-  these A100 layers, not the pipeline, Omni-Path or ZeRO-1, is what is off. Those runs printed iteration 2 and
-  ran with ``CUDA_LAUNCH_BLOCKING=1`` at 40+ nodes (the chronicle measured no effect of it at that scale).
-* Its memory is still ~15 % under on the nvidia-smi basis after the stack's recipe, context and fragmentation;
-  BLOOM's embedding LayerNorm (its input kept per in-flight micro-batch on stage 0) is not in the model spec.
+Megatron-DeepSpeed (the BLOOM sweep): :mod:`distcalc.validation.published.deepspeed` says which of its kernels and
+passes the rules above price, and what stays off and why.
 """
 
 from __future__ import annotations
@@ -85,6 +73,9 @@ from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
+                                                     autograd_grad_accumulation, deepspeed_bf16_optimizer,
+                                                     deepspeed_zero)
 from distcalc.validation.published.rows import PublishedRun
 
 # The system each GPU of the development set comes in (clusters.yaml).
@@ -293,39 +284,6 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
         account_for_embedding_and_loss=split,
     )
     return config, assumed
-
-
-#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
-#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
-BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
-
-
-#: PyTorch autograd's ``AccumulateGrad`` adding a micro-batch's 16-bit weight gradient into the existing 16-bit
-#: ``param.grad`` (``variable_grad += new_grad``, torch/csrc/autograd/functions/accumulate_grad.h): read 2 + 2,
-#: write 2 bytes per parameter and micro-batch. Megatron-DeepSpeed's linears (``megatron/mpu/layers.py``:
-#: ``F.linear``, no ``gradient_accumulation_fusion``) leave the accumulation to autograd; Megatron-LM's fused
-#: ``main_grad`` accumulation (in the weight-gradient GEMM) and DeepSpeed's BF16_Optimizer (which takes the
-#: 16-bit gradient after every micro-batch) do not pay it.
-AUTOGRAD_ACCUMULATION_BYTES = 6.0
-
-
-def autograd_grad_accumulation(run: PublishedRun) -> bool:
-    """Whether autograd accumulates the row's 16-bit gradients across micro-batches (Megatron-DeepSpeed with
-    DeepSpeed's ZeRO-0/1 optimizer: gradients stay in ``param.grad`` until the step; ZeRO-2 reduces them per
-    micro-batch through its hooks, the BF16_Optimizer takes them each micro-batch)."""
-    return ("DeepSpeed" in run.framework and run.zero_stage in (0, 1) and not run.fsdp
-            and not deepspeed_bf16_optimizer(run))
-
-
-def deepspeed_zero(run: PublishedRun) -> bool:
-    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
-    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
-
-
-def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
-    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
-    wraps a bf16 model without ZeRO in it)."""
-    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
 
 
 def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:

@@ -1,0 +1,74 @@
+"""Megatron-DeepSpeed as BigScience ran it (the BLOOM sweep of 2022-02-21 on Jean Zay): which of its kernels and
+passes the published-runs mapping prices, from the code of that date, and what stays off.
+
+Priced (rules of :mod:`distcalc.validation.published.mapping`):
+
+* **Optimizer.** DeepSpeed's ZeRO-1 optimizer (``deepspeed/runtime/zero/stage_1_and_2.py``) keeps the 16-bit
+  ``param.grad`` and reduces it through a 16-bit bucket (``grad_reduce_bytes`` 2, recipe ``mixed-16bit-grads``);
+  its step's own tensors are in :mod:`distcalc.memory.stacks`. Megatron-DeepSpeed in bf16 with ZeRO 0 runs
+  DeepSpeed's ``BF16_Optimizer`` instead (BLOOM's main training, tr11-176B-ml.slurm: "bf16 must use z0! it
+  implements its own zero stage 1 equivalent"): all-reduced fp32 gradients and a 10 B/parameter accumulation
+  pass per micro-batch (:data:`BF16_OPTIMIZER_ACCUMULATION_BYTES`).
+* **Gradient accumulation by autograd.** Megatron-DeepSpeed's linears (``megatron/mpu/layers.py`` at the
+  2022-02-21 commit ae6277f: ``F.linear``, no ``gradient_accumulation_fusion``) leave the sum over micro-batches
+  to PyTorch's ``AccumulateGrad``, one memory-bound pass over the stage's 16-bit gradients per micro-batch
+  (:data:`AUTOGRAD_ACCUMULATION_BYTES`); Megatron-LM folds it into the weight-gradient GEMM (``main_grad``).
+* **Kernels.** The same linears add the QKV bias and reduce every bias gradient in kernels of their own
+  (``elementwise_kernels`` megatron-local, as Megatron-LM's local linears); attention is the unfused
+  Megatron path with the fused scale-mask-softmax (its constraints hold for 64 heads: ``fused_softmax.py``
+  ``is_kernel_available``), ALiBi through ``baddbmm``'s C operand (:mod:`distcalc.compute.layer`).
+* **Dropout.** Megatron's defaults, 0.1 (tr11 README: "The default Megatron-LM dropout settings are inherited").
+* **Pipeline.** DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
+  (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
+  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), partitions
+  the boundary activation over the TP group (``is_pipe_partitioned``) as Megatron's scatter/gather, and
+  all-reduces the tied embedding's gradient once per step (``ReduceTiedGrads`` after the last micro-batch): the
+  Megatron pipeline terms apply unchanged.
+
+What stays off: the step time, by about −18…−25 % on every row, flat in the micro-batch size. The gap is within
+one node: BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max possible TFLOPs
+check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP, GBS 512, 119–206 s/iteration) are 15–25 % slower
+than distcalc predicts for them (two runs of one configuration printed 130.4 and 119.2 s: iteration-2
+snapshots vary by 9 %), so the per-GPU rate of these A100 layers on that stack, not the pipeline, Omni-Path or
+ZeRO-1, is what is off. Not priced, and why: ``CUDA_LAUNCH_BLOCKING=1`` (set at 40+ nodes against hangs; the
+chronicle measured 0 % at 160 GPUs and 6 % at 80, and a per-kernel host cost would make the micro-batch-1 rows
+slower than the rest, which they are not); the PCIe/NUMA fix of 2022-02-25 after which "all TFLOPs have changed
+for the better (1-5%)" (a cluster state, after these rows); the A100 GEMM rate of that PyTorch 1.11 / CUDA 11.5
+stack (no published measurement; distcalc's GEMM rates are MAMF's, CUDA 12.1).
+"""
+
+from __future__ import annotations
+
+from distcalc.validation.published.rows import PublishedRun
+
+#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
+#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
+BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
+
+
+#: PyTorch autograd's ``AccumulateGrad`` adding a micro-batch's 16-bit weight gradient into the existing 16-bit
+#: ``param.grad`` (``variable_grad += new_grad``, torch/csrc/autograd/functions/accumulate_grad.h): read 2 + 2,
+#: write 2 bytes per parameter and micro-batch. Megatron-DeepSpeed's linears (``megatron/mpu/layers.py``:
+#: ``F.linear``, no ``gradient_accumulation_fusion``) leave the accumulation to autograd; Megatron-LM's fused
+#: ``main_grad`` accumulation (in the weight-gradient GEMM) and DeepSpeed's BF16_Optimizer (which takes the
+#: 16-bit gradient after every micro-batch) do not pay it.
+AUTOGRAD_ACCUMULATION_BYTES = 6.0
+
+
+def autograd_grad_accumulation(run: PublishedRun) -> bool:
+    """Whether autograd accumulates the row's 16-bit gradients across micro-batches (Megatron-DeepSpeed with
+    DeepSpeed's ZeRO-0/1 optimizer: gradients stay in ``param.grad`` until the step; ZeRO-2 reduces them per
+    micro-batch through its hooks, the BF16_Optimizer takes them each micro-batch)."""
+    return ("DeepSpeed" in run.framework and run.zero_stage in (0, 1) and not run.fsdp
+            and not deepspeed_bf16_optimizer(run))
+
+
+def deepspeed_zero(run: PublishedRun) -> bool:
+    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
+    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
+
+
+def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
+    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
+    wraps a bf16 model without ZeRO in it)."""
+    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
