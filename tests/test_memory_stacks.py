@@ -163,3 +163,28 @@ def test_cli_takes_the_stack_numbers_as_options():
     assert memory["bytes_per_parameter"]["gradients"] == 6 and memory["bytes_per_parameter"]["total"] == 20
     assert memory["cuda_context_bytes"] == EAGER_CUDA_CONTEXT_BYTES
     assert memory["total_bytes"] / 2**30 == pytest.approx(52.86, abs=0.01)
+
+
+def test_cli_takes_the_optimizer_step_buffers_and_shows_their_line_only_when_set():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["memory", "--model", "bloom-176b", "--gpu", "a100-80gb", "--gpus", "384", "--tp", "8", "--pp", "12",
+            "--dp", "4", "--micro-batch", "2", "--global-batch", "2048", "--seq-len", "2048", "--recompute", "full",
+            "--zero", "1", "--no-flash-attention", "--account-for-embedding-and-loss", "--recipe",
+            "mixed-16bit-grads"]
+    step = ["--step-buffer", "6", "--step-bucket", "1e9"]
+    plain, with_step = (CliRunner().invoke(app, args + extra + ["--json"]) for extra in ([], step))
+    assert plain.exit_code == with_step.exit_code == 0, with_step.output
+    a, b = (json.loads(r.stdout)["memory"]["stages"][0] for r in (plain, with_step))
+    # stage 0: 5 layers of 12 h^2 / t (+ biases, norms) and the V h / t embedding, optimizer sharded over dp 4
+    assert b["optimizer_step_buffers_bytes"] == pytest.approx(6 * b["parameters"] / 4 + 1e9)
+    assert b["total_bytes"] - a["total_bytes"] == pytest.approx(b["optimizer_step_buffers_bytes"])
+    assert a["optimizer_step_buffers_bytes"] == 0.0
+    tables = [CliRunner().invoke(app, args + extra).stdout for extra in ([], step)]
+    assert "optimizer-step buffers" not in tables[0] and "optimizer-step buffers" in tables[1]
+    bad = CliRunner().invoke(app, args + ["--step-bucket", "12x"])
+    assert bad.exit_code == 2 and "--step-bucket" in bad.output

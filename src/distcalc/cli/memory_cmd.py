@@ -157,6 +157,12 @@ def register(app: typer.Typer) -> None:
         moe_token_factor: Annotated[float, typer.Option(
             min=0.01, max=64.0, rich_help_panel=O, help="MoE: routed tokens of the busiest EP rank per mean "
                                                         "routed token (capacity factor, or dropless imbalance)")] = 1.0,
+        step_buffer: Annotated[float, typer.Option(
+            min=0.0, max=64.0, rich_help_panel=O, help="bytes per optimizer-shard parameter the optimizer step "
+                                                       "allocates after the activations are freed (DeepSpeed "
+                                                       "ZeRO-1/2: 6)")] = 0.0,
+        step_bucket: Annotated[str, typer.Option(rich_help_panel=O, help="gradient bucket the optimizer step "
+                                                 "allocates (bytes; DeepSpeed ZeRO-1/2: 1e9)")] = "0",
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,
