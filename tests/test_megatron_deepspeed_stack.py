@@ -68,3 +68,36 @@ def test_alibi_through_baddbmm_costs_a_copy_and_a_read_of_the_scores_without_fla
     assert float(unfused[0].backward_s) == pytest.approx(float(unfused[1].backward_s))  # the bias has no gradient
     flash = [layer_times(d, device, b, s, t, flash_attention=1) for d in (alibi, plain)]
     assert float(flash[0].forward_s) == pytest.approx(float(flash[1].forward_s))  # a bias inside the kernel
+
+
+def test_jean_zay_fabric_is_priced_at_the_rate_nccl_reached_in_bigscience_all_reduce_benchmark():
+    from distcalc.cluster import load_link
+
+    # all_reduce_bench-a100-n4.txt: 4 GB fp32 over 32 ranks, busbw 40.5 Gbps on a 2-channel ring through the
+    # hfi1 ports (no GPUDirect RDMA): 20.3 Gbps per 100 Gb/s port
+    link = load_link("omnipath-100g-nccl-jz")
+    assert link.bandwidth_bytes_per_s == 12.5e9
+    assert link.efficiency == pytest.approx(40.5 / 2 / 100, abs=0.001)
+    cluster = run_inputs(RUNS[BLOOM]).cluster
+    assert cluster.inter.name == "omnipath-100g-nccl-jz" and cluster.nics_per_node == 4
+
+
+def test_bloom_main_training_held_out_from_the_rows_is_within_five_percent():
+    """BLOOM-176B as trained (tr11 chronicles-prequel.md, 02-28: TP 4, PP 12, DP 8, MBS 2, 104.5 s/iteration
+    printed; BF16_Optimizer; Megatron dropout defaults; no DP overlap in DeepSpeed's pipeline engine): not a
+    development row, priced with the rules the rows use."""
+    from distcalc.analyze import AnalyzeOptions
+    from distcalc.model import load_model
+    from distcalc.parallel import ParallelConfig, Recompute
+
+    i = run_inputs(RUNS[BLOOM])
+    spec = load_model("bloom-176b").model_copy(update={"attention_dropout": 0.1, "hidden_dropout": 0.1,
+                                                        "embedding_dropout": 0.1})
+    config = ParallelConfig(gpus=384, tp=4, pp=12, dp=8, zero=1, recompute=Recompute.FULL, micro_batch=2,
+                            global_batch=2048, seq_len=2048, flash_attention=False,
+                            account_for_embedding_and_loss=True)
+    options = AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False, allreduce_sharded_gradients=True,
+                             grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES,
+                             grad_reduce_bytes=4, elementwise_kernels=ElementwiseKernels.MEGATRON_LOCAL)
+    step = analyze(spec, i.cluster, config, options).step_time_s
+    assert abs(step / 104.5 - 1) < 0.05

@@ -24,17 +24,24 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   the boundary activation over the TP group (``is_pipe_partitioned``) as Megatron's scatter/gather, and
   all-reduces the tied embedding's gradient once per step (``ReduceTiedGrads`` after the last micro-batch): the
   Megatron pipeline terms apply unchanged.
+* **Network.** Jean Zay's 4 Omni-Path 100 Gb/s ports per node at the rate NCCL 2.10 reached on them in
+  BigScience's own all-reduce benchmark of January 2022 (links.yaml ``omnipath-100g-nccl-jz``: 20.3 Gb/s per
+  port, IB verbs without GPUDirect RDMA), not the 85 % of line rate assumed for Omni-Path in general. The DP
+  gradient reduction, the parameter all-gather and the pipeline's Send/Recv then take 5–12 s of a sweep step.
+  Held out from the rows, the same rules give BigScience's later runs (chronicles-prequel.md, 02-25 topology
+  table after a PCIe/NUMA fix, 02-28 table with the BF16 optimizer) within −12…+3 % (TP 4: −3…+3 %).
 
-What stays off: the step time, by about −18…−25 % on every row, flat in the micro-batch size. The gap is within
-one node: BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max possible TFLOPs
-check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP, GBS 512, 119–206 s/iteration) are 15–25 % slower
-than distcalc predicts for them (two runs of one configuration printed 130.4 and 119.2 s: iteration-2
-snapshots vary by 9 %), so the per-GPU rate of these A100 layers on that stack, not the pipeline, Omni-Path or
-ZeRO-1, is what is off. Not priced, and why: ``CUDA_LAUNCH_BLOCKING=1`` (set at 40+ nodes against hangs; the
-chronicle measured 0 % at 160 GPUs and 6 % at 80, and a per-kernel host cost would make the micro-batch-1 rows
-slower than the rest, which they are not); the PCIe/NUMA fix of 2022-02-25 after which "all TFLOPs have changed
-for the better (1-5%)" (a cluster state, after these rows); the A100 GEMM rate of that PyTorch 1.11 / CUDA 11.5
-stack (no published measurement; distcalc's GEMM rates are MAMF's, CUDA 12.1).
+What stays off: the step time, about −10…−16 % on every sweep row, flat in the micro-batch size and larger at
+TP 8 than at TP 4. BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max possible
+TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no network, GBS 512, 119–206 s/iteration) are 15–25 %
+slower than distcalc predicts for them (two runs of one configuration printed 130.4 and 119.2 s: iteration-2
+snapshots vary by 9 %), so what is left is in the per-GPU rate of these TP-8 layers on that stack. Not priced,
+and why: ``CUDA_LAUNCH_BLOCKING=1`` (set at 40+ nodes against hangs; the chronicle measured 0 % at 160 GPUs and
+6 % at 80, and a per-kernel host cost would make the micro-batch-1 rows slower than the rest, which they are
+not); the PCIe/NUMA fix of 2022-02-25 after which "all TFLOPs have changed for the better (1-5%)" (a cluster
+state); the A100 GEMM rate of that PyTorch 1.11 / CUDA 11.5 stack (no published measurement; distcalc's GEMM
+rates are MAMF's, CUDA 12.1); the in-node topology ("8 GPUs per node Using NVLink 4 inter-gpu connects", tr11
+README; NVSwitch assumed, as in the DGX A100 preset).
 """
 
 from __future__ import annotations

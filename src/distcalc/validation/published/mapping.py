@@ -98,7 +98,9 @@ GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
-    ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node, at the rate NCCL reached on them in BigScience's
+    # own all-reduce benchmark of January 2022 (links.yaml omnipath-100g-nccl-jz)
+    ("4x100Gb/s Omni-Path", "omnipath-100g-nccl-jz", 4),
     # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
     # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
     ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
