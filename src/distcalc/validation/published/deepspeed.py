@@ -7,7 +7,7 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   ``param.grad`` and reduces it through a 16-bit bucket (``grad_reduce_bytes`` 2, recipe ``mixed-16bit-grads``);
   its step's own tensors are in :mod:`distcalc.memory.stacks`. Megatron-DeepSpeed in bf16 with ZeRO 0 runs
   DeepSpeed's ``BF16_Optimizer`` instead (BLOOM's main training, tr11-176B-ml.slurm: "bf16 must use z0! it
-  implements its own zero stage 1 equivalent"): all-reduced fp32 gradients and a 10 B/parameter accumulation
+  implements its own zero stage 1 equivalent"): all-reduced fp32 gradients and an 18 B/parameter accumulation
   pass per micro-batch (:data:`BF16_OPTIMIZER_ACCUMULATION_BYTES`).
 * **Gradient accumulation by autograd.** Megatron-DeepSpeed's linears (``megatron/mpu/layers.py`` at the
   2022-02-21 commit ae6277f: ``F.linear``, no ``gradient_accumulation_fusion``) leave the sum over micro-batches
@@ -29,7 +29,7 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   port, IB verbs without GPUDirect RDMA), not the 85 % of line rate assumed for Omni-Path in general. The DP
   gradient reduction, the parameter all-gather and the pipeline's Send/Recv then take 5–12 s of a sweep step.
   Held out from the rows, the same rules give BigScience's later runs (chronicles-prequel.md, 02-25 topology
-  table after a PCIe/NUMA fix, 02-28 table with the BF16 optimizer) within −12…+3 % (TP 4: −3…+3 %).
+  table after a PCIe/NUMA fix, 02-28 table with the BF16 optimizer) within −12…+4 % (TP 4: −3…+4 %).
 
 What stays off: the step time, about −10…−16 % on every sweep row, flat in the micro-batch size and larger at
 TP 8 than at TP 4. BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max possible
@@ -48,9 +48,12 @@ from __future__ import annotations
 
 from distcalc.validation.published.rows import PublishedRun
 
-#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
-#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
-BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
+#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch, per parameter:
+#: ``hp_grad.data.add_(lp.grad.data.to(hp_grad.dtype)...)`` (deepspeed/runtime/bf16_optimizer.py as merged with
+#: bf16 + pipeline parallelism, microsoft/DeepSpeed@56c52238, April 2022) first materialises an fp32 copy of the
+#: bf16 gradient (read 2, write 4 B), then adds it into the fp32 accumulator (read 4 + 4, write 4 B): 18 B.
+#: (Earlier versions of distcalc counted 10 B, as if the add read the bf16 gradient directly.)
+BF16_OPTIMIZER_ACCUMULATION_BYTES = 18.0
 
 
 #: PyTorch autograd's ``AccumulateGrad`` adding a micro-batch's 16-bit weight gradient into the existing 16-bit
