@@ -31,17 +31,18 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   Held out from the rows, the same rules give BigScience's later runs (chronicles-prequel.md, 02-25 topology
   table after a PCIe/NUMA fix, 02-28 table with the BF16 optimizer) within −12…+4 % (TP 4: −3…+4 %).
 
-What stays off: the step time, about −10…−16 % on every sweep row, flat in the micro-batch size and larger at
-TP 8 than at TP 4. BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max possible
-TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no network, GBS 512, 119–206 s/iteration) are 15–25 %
-slower than distcalc predicts for them (two runs of one configuration printed 130.4 and 119.2 s: iteration-2
-snapshots vary by 9 %), so what is left is in the per-GPU rate of these TP-8 layers on that stack. Not priced,
-and why: ``CUDA_LAUNCH_BLOCKING=1`` (set at 40+ nodes against hangs; the chronicle measured 0 % at 160 GPUs and
-6 % at 80, and a per-kernel host cost would make the micro-batch-1 rows slower than the rest, which they are
-not); the PCIe/NUMA fix of 2022-02-25 after which "all TFLOPs have changed for the better (1-5%)" (a cluster
-state); the A100 GEMM rate of that PyTorch 1.11 / CUDA 11.5 stack (no published measurement; distcalc's GEMM
-rates are MAMF's, CUDA 12.1); the in-node topology ("8 GPUs per node Using NVLink 4 inter-gpu connects", tr11
-README; NVSwitch assumed, as in the DGX A100 preset).
+What stays off: the step time, about −10…−16 % on every sweep row, more at micro-batch 1–2 than at 4–8 and more
+at TP 8 than at TP 4. BigScience's single-node checks of the same width (tr11 chronicles-prequel.md, "Max
+possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no network, GBS 512, 119–206 s/iteration) are
+15–25 % slower than distcalc predicts for them (two runs of one configuration printed 130.4 and 119.2 s:
+iteration-2 snapshots vary by 9 %), so what is left is in the per-GPU time of these TP-8 layers on that stack.
+Not priced, and why: a fixed cost per kernel, whose signature the residual has, such as the host-synchronous
+launches of ``CUDA_LAUNCH_BLOCKING=1`` (set at 40+ nodes against hangs; the chronicle's A/B measured 6.8 % at 80
+GPUs and 0 % twice at 160, which fixes no per-kernel constant); the PCIe/NUMA fix of 2022-02-25 after which "all
+TFLOPs have changed for the better (1-5%)" (a cluster state); the A100 GEMM rate of that PyTorch 1.11 / CUDA
+11.5 stack (no published measurement; distcalc's GEMM rates are MAMF's, CUDA 12.1). The in-node topology stays
+the DGX A100 preset's NVSwitch ("8 GPUs per node Using NVLink 4 inter-gpu connects", tr11 README; the NCCL log
+shows four PCIe switches with two GPUs and one NIC each, the HGX A100 8-GPU layout).
 """
 
 from __future__ import annotations
