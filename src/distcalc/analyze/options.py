@@ -77,8 +77,9 @@ class AnalyzeOptions(BaseModel):
       accumulators to all-reduce, then it all-gathers the updated bf16 parameters): AllReduce + AllGather.
     * ``grad_accumulation_bytes_per_parameter`` 0: HBM bytes per parameter and micro-batch that an optimizer
       moves outside the backward kernels. DeepSpeed's ``BF16_Optimizer`` adds every micro-batch's bf16
-      gradients into its fp32 accumulators (``update_hp_grads``: read 2 + read 4 + write 4 = 10 B); counted in
-      ``optimizer_s``, m times per step, at the optimizer step's bandwidth.
+      gradients into its fp32 accumulators (``update_hp_grads``: an fp32 copy of the gradient, read 2 + write
+      4, then the add, read 4 + 4 + write 4 = 18 B); counted in ``optimizer_s``, m times per step, at the
+      optimizer step's bandwidth.
     * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit

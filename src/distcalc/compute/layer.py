@@ -14,7 +14,10 @@ al. 2022 §4.2.2):
 * Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
   ``(b·a/t, s/cp, d_v, s)``; the fused scale-mask-softmax reads and writes the ``b·(a/t)·(s/cp)·s``
   scores (4 bytes/element forward, 6 backward) and attention dropout reads, writes and stores a 1-byte
-  mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
+  mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one. ALiBi (Megatron-DeepSpeed,
+  BLOOM: ``torch.baddbmm(alibi, q, kᵀ, beta=1)``) adds its bias through the GEMM's C operand: PyTorch copies
+  the broadcast ``[b·a, 1, s]`` bias into the ``[b·a, s, s]`` output and cuBLAS reads it back (2 + 2 bytes
+  per score element forward, :data:`ALIBI_SCORE_BYTES`); the bias needs no gradient.
   With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
   device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
   efficiency (Dao 2023, FlashAttention-2, §3); with attention dropout both run the kernel's measured
@@ -108,6 +111,9 @@ EAGER_EXTRA_KERNELS = {"rmsnorm": 10, "swiglu": 1, "rope": 5}
 #: write 2) and of a bias-gradient reduction (read the 16-bit output gradient)
 LOCAL_BIAS_ADD_BYTES = 4.0
 LOCAL_BIAS_GRAD_BYTES = 2.0
+#: ALiBi through ``baddbmm``'s C operand without FlashAttention (module docstring): the expanded copy of the
+#: bias into the scores (write 2 B) and cuBLAS reading it as C (2 B) per score element, forward
+ALIBI_SCORE_BYTES = 4.0
 
 
 @dataclass(frozen=True)
@@ -161,7 +167,8 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
                  + gemm_time_s(batch, sq, s, dv, device) + gemm_time_s(batch, s, dv, sq, device))
     elements = batch * sq * np.asarray(s, dtype=float)
     drop = 1.0 if dims.attention_dropout else 0.0
-    fwd_el = elementwise_time_s(elements * (4.0 + 5.0 * drop), device, 1 + drop)
+    alibi = 1.0 if dims.alibi else 0.0
+    fwd_el = elementwise_time_s(elements * (4.0 + 5.0 * drop + ALIBI_SCORE_BYTES * alibi), device, 1 + drop + alibi)
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el

@@ -46,6 +46,10 @@ class MemoryRequest(PipelineRequest):
     cuda_context: str = "512MiB"
     allocator_reserve: float = 0.05
     moe_token_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE busiest-rank routed tokens / mean")
+    step_buffer: float = Field(0.0, ge=0.0, le=64.0, description="bytes per optimizer-shard parameter the "
+                               "optimizer step allocates (DeepSpeed ZeRO-1/2: 6)")
+    step_bucket: str = Field("0", description="gradient bucket the optimizer step allocates (DeepSpeed "
+                             "ZeRO-1/2: 1e9 = 5e8 16-bit elements)")
 
 
 def size_or_zero(text: str) -> int:
@@ -99,7 +103,9 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                                                                 spec.tie_word_embeddings),
                             cuda_context_bytes=parse_option(size_or_zero, request.cuda_context, "--cuda-context"),
                             allocator_reserve_fraction=request.allocator_reserve,
-                            moe_token_factor=request.moe_token_factor)
+                            moe_token_factor=request.moe_token_factor,
+                            step_buffer_bytes_per_parameter=request.step_buffer,
+                            step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"))
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

@@ -12,7 +12,10 @@ Rules, column by column:
   positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases —
   and dropout: the same script (``training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh``) passes no
   ``--hidden-dropout``/``--attention-dropout`` either, so Megatron's defaults (0.1 each, ``arguments.py``) run.
-  ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
+  ``dropout`` true → 0.1 hidden, attention and embedding dropout (Megatron's default; its embedding dropout is
+  the hidden dropout, ``language_model.py``). Sources that document keeping Megatron's dropout defaults
+  although their rows' ``dropout`` column says false (:data:`MEGATRON_DROPOUT_SOURCES`: BigScience's tr11
+  README, "The default Megatron-LM dropout settings are inherited") get the same. MoE rows: ``moe_detail`` is
   parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
 * Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
   fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
@@ -56,20 +59,8 @@ Rules, column by column:
   communicators its TP/CP/DP/PP/EP layout needs on its cluster (:mod:`distcalc.memory.nccl_buffers`: channel
   buffers per communicator, NVLS buffers on NVSwitch-SHARP nodes; only the nvidia-smi basis counts them).
 
-What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
-
-* Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
-  (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
-  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it
-  partitions the boundary activation over the TP group (``is_pipe_partitioned``), as Megatron's
-  scatter/gather: the Megatron pipeline terms apply unchanged.
-* Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
-  (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
-  119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
-  these A100 layers, not the pipeline, Omni-Path or ZeRO-1, is what is off. Those runs printed iteration 2 and
-  ran with ``CUDA_LAUNCH_BLOCKING=1`` at 40+ nodes (the chronicle measured no effect of it at that scale).
-* Its memory is still ~15 % under on the nvidia-smi basis after the stack's recipe, context and fragmentation;
-  BLOOM's embedding LayerNorm (its input kept per in-flight micro-batch on stage 0) is not in the model spec.
+Megatron-DeepSpeed (the BLOOM sweep): :mod:`distcalc.validation.published.deepspeed` says which of its kernels and
+passes the rules above price, and what stays off and why.
 """
 
 from __future__ import annotations
@@ -85,6 +76,9 @@ from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
+                                                     autograd_grad_accumulation, deepspeed_bf16_optimizer,
+                                                     deepspeed_zero)
 from distcalc.validation.published.rows import PublishedRun
 
 # The system each GPU of the development set comes in (clusters.yaml).
@@ -107,7 +101,9 @@ GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
-    ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node, at the rate NCCL reached on them in BigScience's
+    # own all-reduce benchmark of January 2022 (links.yaml omnipath-100g-nccl-jz)
+    ("4x100Gb/s Omni-Path", "omnipath-100g-nccl-jz", 4),
     # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
     # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
     ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
@@ -119,6 +115,14 @@ CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
     # BigScience tr11 (BLOOM model card, "Software": PyTorch 1.11 w/ CUDA 11.5); the 2022-02-21 sweep predates
     # CUDA 11.7 (May 2022), the first release with lazy module loading, in any case
     "BLOOM_prequel_sweep_2022-02-21": (11, 5),
+}
+
+# Sources whose runs kept Megatron-LM's dropout defaults (``--hidden-dropout`` and ``--attention-dropout`` 0.1;
+# Megatron's embedding dropout is the hidden dropout) although the row's ``dropout`` column says false.
+MEGATRON_DROPOUT_SOURCES: dict[str, str] = {
+    # BigScience tr11-176B-ml/README.md: "The default Megatron-LM dropout settings are inherited:
+    # --attention-dropout 0.1 --hidden-dropout default=0.1" (tr11-176B-ml.slurm passes neither flag)
+    "BLOOM_prequel_sweep_2022-02-21": "tr11-176B-ml README: Megatron-LM dropout defaults inherited",
 }
 
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
@@ -192,12 +196,19 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
     return fields
 
 
+def megatron_default_dropout(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron's default dropout (0.1) although its ``dropout`` column does not say so: a
+    script that keeps Megatron's argument defaults (FlagPerf, "biased linears" in ``assumptions``) or a source
+    that documents inheriting them (:data:`MEGATRON_DROPOUT_SOURCES`)."""
+    return "biased linears" in run.assumptions or run.source in MEGATRON_DROPOUT_SOURCES
+
+
 def model_spec(run: PublishedRun) -> ModelSpec:
     """The row's model (see the module docstring for the rules)."""
     gpt_style = not run.gated_mlp
     megatron_defaults = "biased linears" in run.assumptions  # a script that keeps Megatron's argument defaults
     biases = gpt_style or megatron_defaults
-    dropout = 0.1 if run.dropout or megatron_defaults else 0.0
+    dropout = 0.1 if run.dropout or megatron_default_dropout(run) else 0.0
     fields: dict[str, object] = dict(
         name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
         num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
@@ -206,7 +217,8 @@ def model_spec(run: PublishedRun) -> ModelSpec:
         hidden_act="gelu" if gpt_style else "silu", gated_mlp=run.gated_mlp,
         norm_type="layernorm" if gpt_style else "rmsnorm", attention_qkv_bias=biases, attention_out_bias=biases,
         mlp_bias=biases, position_embedding=run.pos_emb or "rope", attention_dropout=dropout,
-        hidden_dropout=dropout, source=run.source,
+        hidden_dropout=dropout, embedding_dropout=dropout,
+        source=run.source,
     )
     if run.moe_detail:
         fields.update(_moe_fields(run.moe_detail, run.ffn))
@@ -255,6 +267,8 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
                          run.precision_label)
     if run.flash_attention is None:
         assumed.append("flash attention on (not stated)")
+    if run.source in MEGATRON_DROPOUT_SOURCES and not run.dropout:
+        assumed.append(f"dropout 0.1 ({MEGATRON_DROPOUT_SOURCES[run.source]})")
     if run.ep > 1 and not run.moe_detail:
         raise NotExpressible(f"ep {run.ep} without an MoE description")
     chunks = run.pp * (run.vpp or 1)
@@ -275,22 +289,6 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
         account_for_embedding_and_loss=split,
     )
     return config, assumed
-
-
-#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
-#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
-BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
-
-
-def deepspeed_zero(run: PublishedRun) -> bool:
-    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
-    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
-
-
-def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
-    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
-    wraps a bf16 model without ZeRO in it)."""
-    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
 
 
 def megatron_core(run: PublishedRun) -> bool:
@@ -323,7 +321,7 @@ def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
     if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
         return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework:
+    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework:
         return ElementwiseKernels.MEGATRON_LOCAL
     return ElementwiseKernels.FUSED
 
@@ -357,7 +355,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
-        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
+        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
+            AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
         # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
