@@ -184,7 +184,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
                cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
-    heads = head_times(d, device, b, s, tp, cp, sp)
+    heads = head_times(d, device, b, s, tp, cp, sp, o.cross_entropy)
     out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
                emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
                out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),

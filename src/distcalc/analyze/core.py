@@ -140,8 +140,12 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     expert_gpu = dpb["expert_params_gpu"]
     # the gradient buffer zeroed each step: the whole local one without ZeRO and under ZeRO-1 / Megatron's
     # distributed optimizer (gradients unsharded), the shard under ZeRO-2/3 and FSDP (gradients sharded)
+    # Megatron-Core's passes over the local gradient buffer before the DP collective: the NaN check, and the
+    # 1/(DP·CP) scaling where that group has more than one rank (AnalyzeOptions)
+    grad_pass = o.grad_check_bytes_per_parameter + np.where(dpb["dp_group"] > 1, o.grad_prescale_bytes_per_parameter,
+                                                            0.0)
     opt = lambda params, grads: mb["slowest_gpu_factor"] * (  # noqa: E731
-        (params * o.optimizer_bytes_per_parameter + grads * o.grad_buffer_zero_bytes_per_parameter)
+        (params * o.optimizer_bytes_per_parameter + grads * (o.grad_buffer_zero_bytes_per_parameter + grad_pass))
         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
     # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch

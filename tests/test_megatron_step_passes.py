@@ -1,0 +1,118 @@
+"""Megatron-Core's per-step gradient passes and the B200 cross-entropy kernels (SimuMax's measured rates)."""
+
+import numpy as np
+import pytest
+
+from distcalc.analyze import AnalyzeOptions, analyze
+from distcalc.compute import head_times, load_device
+from distcalc.compute.flops import model_dims
+from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_BYTES_PER_LOGIT, CE_FORWARD_BYTES_PER_LOGIT,
+                                   CE_KERNELS, CrossEntropyKernel, cross_entropy_times)
+from distcalc.hardware import load_gpu
+from distcalc.model import load_model
+from distcalc.parallel import ParallelConfig
+from distcalc.validation.published import comparisons
+
+#: SimuMax's measured B200 cross-entropy kernels (MooreThreads/SimuMax@4dcaae5, configs/system/
+#: b200_bf16_ceperm.json, accelerator.bandwidth): efficiency of 8000 GiB/s over its own byte count
+SIMUMAX_CE = 0.3246108444537549 * 8000 * 2**30  # unfused: 38 + 14 B per logit (its ce_theoretical_bytes)
+SIMUMAX_CE_FUSION = 0.2795145022199592 * 8000 * 2**30  # TE fused: 4 + 4 B per logit
+
+
+def test_fused_cross_entropy_bytes_follow_the_kernels():
+    # TE: online_softmax_kernel reads the 16-bit logits once; cross_entropy_backward_kernel reads and rewrites them
+    assert CE_BYTES_PER_LOGIT[CrossEntropyKernel.TE_FUSED] == (2, 4)
+    # Megatron native: logits_max (2 + 4), predicted_logits (4 + 4), loss div_ (4 + 4); gradients (4 + 2)
+    assert CE_BYTES_PER_LOGIT[CrossEntropyKernel.NATIVE_FUSED] == (22, 6)
+    assert CE_BYTES_PER_LOGIT[CrossEntropyKernel.UNFUSED] == (CE_FORWARD_BYTES_PER_LOGIT, CE_BACKWARD_BYTES_PER_LOGIT)
+
+
+@pytest.mark.parametrize("kernel, simumax_bytes, simumax_rate", [
+    (CrossEntropyKernel.UNFUSED, 38 + 14, SIMUMAX_CE), (CrossEntropyKernel.TE_FUSED, 4 + 4, SIMUMAX_CE_FUSION)])
+def test_b200_cross_entropy_reproduces_simumax_measured_time(kernel, simumax_bytes, simumax_rate):
+    """DeepSeek-V2's output layer (4096 tokens x 102,400 vocabulary): forward + backward time equals SimuMax's
+    measured kernel time (its bytes over its measured rate; launches differ: its 30 us per op against 4 us per
+    kernel here) within 0.5 %."""
+    device = load_device(load_gpu("b200"))
+    logits = 4096 * 102400
+    f, b = cross_entropy_times(device, logits, kernel)
+    launches = sum(CE_KERNELS[kernel]) * device.kernel_overhead_s
+    assert float(f + b) - launches == pytest.approx(logits * simumax_bytes / simumax_rate, rel=0.005)
+
+
+def test_unmeasured_gpus_stream_cross_entropy_at_the_generic_rate():
+    device = load_device(load_gpu("h100-sxm"))
+    assert device.cross_entropy_hbm_efficiency is None and device.fused_cross_entropy_hbm_efficiency is None
+    for kernel in CrossEntropyKernel:
+        f, b = cross_entropy_times(device, 1e9, kernel)
+        (fwd_b, bwd_b), (fwd_k, bwd_k) = CE_BYTES_PER_LOGIT[kernel], CE_KERNELS[kernel]
+        ov = device.kernel_overhead_s
+        assert float(f) == pytest.approx(1e9 * fwd_b / device.memory_bandwidth_bytes_per_s + fwd_k * ov, rel=1e-9)
+        assert float(b) == pytest.approx(1e9 * bwd_b / device.memory_bandwidth_bytes_per_s + bwd_k * ov, rel=1e-9)
+
+
+@pytest.mark.parametrize("gpu", ["h100-sxm", "b200", "a100-80gb"])
+def test_fusion_moves_fewer_bytes_than_the_unfused_loss(gpu):
+    """The fused kernels are faster on every GPU, measured or not; the logits GEMMs are unchanged."""
+    device = load_device(load_gpu(gpu))
+    dims = model_dims(load_model("llama3-8b"))
+    plain = head_times(dims, device, 1, 4096, 1)
+    for kernel in (CrossEntropyKernel.NATIVE_FUSED, CrossEntropyKernel.TE_FUSED):
+        fused = head_times(dims, device, 1, 4096, 1, cross_entropy=kernel)
+        assert float(fused.output_forward_s) < float(plain.output_forward_s)
+        assert float(fused.output_backward_s) < float(plain.output_backward_s)
+        assert float(fused.output_wgrad_s) == float(plain.output_wgrad_s)
+
+
+def _llama(dp):
+    return ParallelConfig(gpus=8, tp=8 // dp, dp=dp, micro_batch=1, global_batch=4 * dp, seq_len=4096,
+                          sequence_parallel=True, distributed_optimizer=True)
+
+
+@pytest.mark.parametrize("dp", [1, 2, 4, 8])
+def test_megatron_gradient_passes_cover_every_local_parameter(dp):
+    """The NaN check reads the local fp32 gradient buffer (4 B per parameter); the 1/(DP·CP) scaling reads and
+    writes it (8 B) only where DP·CP > 1 (the scaling factor is 1 otherwise)."""
+    base = dict(gpu_speed_cv=0.0, distributed_optimizer=True)
+    config = _llama(dp)
+    without = analyze("llama3-8b", "dgx-b200", config, AnalyzeOptions(**base)).time_breakdown["optimizer_s"]
+    with_passes = analyze("llama3-8b", "dgx-b200", config,
+                          AnalyzeOptions(**base, grad_check_bytes_per_parameter=4.0,
+                                         grad_prescale_bytes_per_parameter=8.0)).time_breakdown["optimizer_s"]
+    local_params = 8.03e9 / config.tp  # Llama 3 8B, embedding and head split over TP too
+    device = load_device(load_gpu("b200"))
+    expected = local_params * (4.0 + (8.0 if dp > 1 else 0.0)) / device.memory_bandwidth_bytes_per_s
+    assert with_passes - without == pytest.approx(expected, rel=0.02)
+
+
+def test_simumax_rows_run_fused_cross_entropy_and_megatron_gradient_passes():
+    """The mapping: SimuMax's ``_cef`` rows with TE's fused loss, Megatron-Bridge's with Megatron's native fused
+    one; Megatron-LM launched at a pinned commit with its argument defaults (NaN check on, no averaging in the
+    collective) gets the gradient passes; no other source gets them."""
+    seen = 0
+    for c in comparisons():
+        o = c.inputs.options if c.inputs is not None else None
+        if o is None:
+            continue
+        simumax = c.run.source.startswith("SimuMax")
+        expected = (CrossEntropyKernel.TE_FUSED if simumax else CrossEntropyKernel.NATIVE_FUSED
+                    if c.run.source.startswith("MegatronBridge") else CrossEntropyKernel.UNFUSED)
+        assert o.cross_entropy is expected
+        assert (o.grad_check_bytes_per_parameter, o.grad_prescale_bytes_per_parameter) == (
+            (4.0, 8.0) if simumax else (0.0, 0.0))
+        seen += simumax
+    assert seen == 43
+
+
+def test_simumax_deepseek_step_time_moves_by_the_modelled_terms():
+    """On the DeepSeek-V2 EP8 row the passes add 12 B x the local parameters (DP 8) to the step."""
+    row = next(c for c in comparisons() if c.run.case_id == "simumax_b200_deepseekv2_tp1_ep8_pp1_dp8_l4_mbc4_cef")
+    i = row.inputs
+    base = analyze(i.spec, i.cluster, i.config, i.options.model_copy(update=dict(
+        grad_check_bytes_per_parameter=0.0, grad_prescale_bytes_per_parameter=0.0)))
+    full = analyze(i.spec, i.cluster, i.config, i.options)
+    device = load_device(load_gpu("b200"))
+    delta = full.time_breakdown["optimizer_s"] - base.time_breakdown["optimizer_s"]
+    # dense 1.98 B + routed experts 11.32 B / EP 8 local parameters (SimuMax's count for this row: 3.40 B)
+    assert delta * device.memory_bandwidth_bytes_per_s / 12.0 == pytest.approx(3.40e9, rel=0.03)
+    assert np.isfinite(full.step_time_s) and full.step_time_s > base.step_time_s
