@@ -116,3 +116,34 @@ def test_simumax_deepseek_step_time_moves_by_the_modelled_terms():
     # dense 1.98 B + routed experts 11.32 B / EP 8 local parameters (SimuMax's count for this row: 3.40 B)
     assert delta * device.memory_bandwidth_bytes_per_s / 12.0 == pytest.approx(3.40e9, rel=0.03)
     assert np.isfinite(full.step_time_s) and full.step_time_s > base.step_time_s
+
+
+def test_stage_moe_layers_put_deepseek_dense_layers_on_the_first_stage():
+    """DeepSeek-V2 truncated to 4 layers (layer 0 dense): PP2 → first stage 1 MoE layer, last 2; PP1 → 3."""
+    from distcalc.analyze.blocks import stage_moe_layers
+
+    row = next(c for c in comparisons() if c.run.case_id == "simumax_b200_deepseekv2_tp1_ep4_pp2_dp4_l4_mbc4_cef")
+    d = model_dims(row.inputs.spec)
+    two = np.array([2.0])
+    assert [float(x[0]) for x in stage_moe_layers(d, two, two, two)] == [1.0, 0.0, 2.0]
+    four = np.array([4.0])
+    assert [float(x[0]) for x in stage_moe_layers(d, four, four, four)] == [3.0, 0.0, 3.0]
+
+
+def test_the_moe_heavier_last_stage_sets_the_pipeline():
+    """The same row: the step grows by m x (the last stage's MoE layers − its average share) x (MoE − dense
+    layer), and the EP AllToAll counted is the last stage's two layers', not 2 x 3/4 layer's."""
+    row = next(c for c in comparisons() if c.run.case_id == "simumax_b200_deepseekv2_tp1_ep4_pp2_dp4_l4_mbc32_cef")
+    i = row.inputs
+    r = analyze(i.spec, i.cluster, i.config, i.options)
+    ep_one_layer = r.time_breakdown["ep_exposed_s"] / 32 / 2
+    assert ep_one_layer > 0
+    # compute of the last stage per micro-batch = 2 MoE layers + the head; the dense layer is not on it
+    from distcalc.compute.layer import layer_times
+    from distcalc.compute import head_times as heads
+    d, dev = model_dims(i.spec), load_device(load_gpu("b200"))
+    kw = dict(micro_batch=1, seq_len=4096, tp=1, ep=4, flash_attention=1)
+    moe = layer_times(d, dev, **kw, moe=True)
+    h = heads(d, dev, 1, 4096, 1, cross_entropy=i.options.cross_entropy)
+    expected = 2 * float(moe.forward_s + moe.backward_s) + float(h.output_forward_s + h.output_backward_s)
+    assert r.time_breakdown["compute_s"] / 32 == pytest.approx(expected * r.gpu_variability["slowest_gpu_factor"], rel=1e-6)
