@@ -147,3 +147,24 @@ def test_the_moe_heavier_last_stage_sets_the_pipeline():
     h = heads(d, dev, 1, 4096, 1, cross_entropy=i.options.cross_entropy)
     expected = 2 * float(moe.forward_s + moe.backward_s) + float(h.output_forward_s + h.output_backward_s)
     assert r.time_breakdown["compute_s"] / 32 == pytest.approx(expected * r.gpu_variability["slowest_gpu_factor"], rel=1e-6)
+
+
+def test_attention_kernels_respect_the_power_limited_rate():
+    """Fused attention never runs faster than the sustained power-limited rate: binding on B200's forward
+    kernel (0.60 x 2.25 PF > 1.09 PF), not on its backward (0.45 x 2.25 PF) nor anywhere on H100 (0.60 x 989 TF
+    < 677 TF); the capped forward at 128k tokens is within 4 % of SimuMax's measured 0.50 of peak (causal)."""
+    from distcalc.compute.attention import flash_attention_times
+
+    pairs = dict(batch_heads=8, q_len=131072, kv_len=131072, head_dim=128, v_head_dim=128)
+    flops = 0.5 * 2.0 * 8 * 131072.0 ** 2 * 256
+    b200 = load_device(load_gpu("b200"))
+    f, b = flash_attention_times(b200, **pairs)
+    assert flops / (float(f) - b200.kernel_overhead_s) == pytest.approx(b200.power_limited_flops_per_s, rel=1e-9)
+    assert 2.5 * flops / (float(b) - b200.kernel_overhead_s) == pytest.approx(
+        b200.peak_flops_per_s * b200.flash_backward_efficiency, rel=1e-9)
+    simumax_fwd = 1.0028 / 2 * b200.peak_flops_per_s  # sdp_fwd, 8 heads, 131072 tokens, non-causal convention
+    assert flops / (float(f) - b200.kernel_overhead_s) == pytest.approx(simumax_fwd, rel=0.04)
+    h100 = load_device(load_gpu("h100-sxm"))
+    f, _ = flash_attention_times(h100, **pairs)
+    assert flops / (float(f) - h100.kernel_overhead_s) == pytest.approx(
+        h100.peak_flops_per_s * h100.flash_forward_efficiency, rel=1e-9)
