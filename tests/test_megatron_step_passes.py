@@ -168,3 +168,25 @@ def test_attention_kernels_respect_the_power_limited_rate():
     f, _ = flash_attention_times(h100, **pairs)
     assert flops / (float(f) - h100.kernel_overhead_s) == pytest.approx(
         h100.peak_flops_per_s * h100.flash_forward_efficiency, rel=1e-9)
+
+
+def test_nvlink5_alltoall_runs_at_its_measured_efficiency():
+    """An 8-GPU AllToAll on DGX B200 takes the all-to-all η (SimuMax: 0.5968 x 900 GiB/s = 0.641 x 900 GB/s)
+    in its bandwidth term; its ring collectives keep η = 0.723; links without the field are unchanged."""
+    from distcalc.cluster import load_cluster, load_link
+    from distcalc.placement import effective_time_s, group_placement
+    from distcalc.traffic import Comm, Dim
+
+    link = load_link("nvlink5")
+    assert link.alltoall_efficiency == pytest.approx(0.5968 * 900 * 2**30 / 900e9, abs=1e-3)
+    assert load_link("nvlink4").alltoall_efficiency is None
+    cluster = load_cluster("dgx-b200")
+    placement = group_placement(cluster, Dim.EP, 8, 1)
+    big = 2.0**30
+    t_big, _ = effective_time_s(Comm.ALL_TO_ALL, big, placement)
+    t_small, _ = effective_time_s(Comm.ALL_TO_ALL, big / 2, placement)
+    # bandwidth term: (N - 1)/N of the message over η_a2a·B
+    assert float(t_big - t_small) == pytest.approx((big / 2) * 7 / 8 / (link.alltoall_efficiency * 900e9), rel=0.01)
+    ag_big, _ = effective_time_s(Comm.ALL_GATHER, big, placement)
+    ag_small, _ = effective_time_s(Comm.ALL_GATHER, big / 2, placement)
+    assert float(ag_big - ag_small) == pytest.approx((big / 2) * 7 / 8 / (link.efficiency * 900e9), rel=0.01)
