@@ -157,7 +157,10 @@ def test_mla_projection_chain():
     assert [g[2] for g in eight.gemms] == [1536, 128 * 192 / 8, 576, 128 * 256 / 8]
     assert sum(g[2] * g[3] for g in one.gemms) == pytest.approx(d.qkv_width * d.hidden, rel=1e-3)
     assert one.latent_norms == 2 and one.latent_norm_elements == 4096 * (1536 + 512)
-    assert one.rope_elements == 4096 * (128 * 64 + 64)
+    # fused MLA RoPE: q's rotary part in place (64 per head) + rotary_fwd_kv_kernel building key and value
+    # (reads 128 + 128, writes 192 + 128 per head: 288 four-byte elements) + the shared rotary key
+    assert one.rope_elements == 4096 * (128 * (64 + (128 + 192 + 2 * 128) / 2) + 64)
+    assert eight.rope_elements == 4096 * (128 * (64 + 288) / 8 + 64)
 
 
 def test_gqa_keeps_the_fused_qkv_gemm():
