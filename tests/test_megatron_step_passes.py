@@ -190,3 +190,27 @@ def test_nvlink5_alltoall_runs_at_its_measured_efficiency():
     ag_big, _ = effective_time_s(Comm.ALL_GATHER, big, placement)
     ag_small, _ = effective_time_s(Comm.ALL_GATHER, big / 2, placement)
     assert float(ag_big - ag_small) == pytest.approx((big / 2) * 7 / 8 / (link.efficiency * 900e9), rel=0.01)
+
+
+def test_cli_cross_entropy_option_matches_the_library():
+    """``distcalc analyze --cross-entropy te-fused`` gives the library's step with that loss; bad values exit 2."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["analyze", "--model", "llama3-8b", "--cluster", "dgx-b200", "--gpus", "8", "--tp", "1", "--dp", "8",
+            "--micro-batch", "1", "--global-batch", "32", "--seq-len", "4096", "--json"]
+    steps = {}
+    for kernel in CrossEntropyKernel:
+        result = CliRunner().invoke(app, args + ["--cross-entropy", kernel.value])
+        assert result.exit_code == 0, result.output
+        steps[kernel] = json.loads(result.output)["step_time_s"]
+    config = ParallelConfig(gpus=8, tp=1, dp=8, micro_batch=1, global_batch=32, seq_len=4096)
+    lib = analyze("llama3-8b", "dgx-b200", config, AnalyzeOptions(cross_entropy="te-fused")).step_time_s
+    assert steps[CrossEntropyKernel.TE_FUSED] == pytest.approx(lib, rel=1e-12)
+    assert steps[CrossEntropyKernel.TE_FUSED] < steps[CrossEntropyKernel.NATIVE_FUSED] < steps[CrossEntropyKernel.UNFUSED]
+    bad = CliRunner().invoke(app, args + ["--cross-entropy", "fused"])
+    assert bad.exit_code == 2 and bad.output.strip().splitlines()[-1].startswith("error: invalid value for "
+                                                                                "'--cross-entropy'")
