@@ -49,7 +49,9 @@ def _render(report: StepReport, example: bool) -> None:
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
                   f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
-                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
+                  + (f" loss={report.options['cross_entropy']}"
+                     if report.options.get("cross_entropy", "unfused") != "unfused" else "")
+                  + f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
