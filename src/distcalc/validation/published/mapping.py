@@ -332,10 +332,10 @@ MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES = 4.0, 8.0
 
 def megatron_launched(run: PublishedRun) -> bool:
     """Megatron-Core launched through Megatron-LM's own ``pretrain_*.py`` and argument defaults at a pinned
-    commit (framework "Megatron-LM@<commit> (mcore …)"): NaN check of the gradients on
-    (``--no-check-for-nan-in-loss-and-grad`` not given; bf16, so no dynamic loss scaler turns it off) and the
-    1/(DP·CP) scaling before the reduce (``--ddp-average-in-collective`` not given)."""
-    return run.framework.startswith("Megatron-LM@") and "mcore" in run.framework and run.precision != "fp16"
+    commit (framework "Megatron-LM@<commit> (mcore …)"): the 1/(DP·CP) scaling before the reduce
+    (``--ddp-average-in-collective`` not given) and, unless fp16's dynamic loss scaler turns it off, the NaN
+    check of the gradients (``--no-check-for-nan-in-loss-and-grad`` not given)."""
+    return run.framework.startswith("Megatron-LM@") and "mcore" in run.framework
 
 
 def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
@@ -381,7 +381,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # (IBM fms-fsdp) and ZeRO gather into flat buffers
         fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
         attention_kernel=attention_kernel(run),
-        grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) else 0.0,
+        grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
+        else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
         cross_entropy=cross_entropy_kernel(run),
     )
