@@ -114,6 +114,9 @@ class DeviceCompute:
     #: Triton CE), where measured (compute.yaml ``cross_entropy_*``); None: the generic streaming rate η_mem
     cross_entropy_hbm_efficiency: float | None = None
     fused_cross_entropy_hbm_efficiency: float | None = None
+    #: the attention rates are the FlashAttention-2 package's (``--attention-kernel flash2``), not the fused
+    #: kernel the stack picks by default (distcalc.compute.attention)
+    flash2_attention: bool = False
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
