@@ -8,9 +8,10 @@ MFU and HFU.
 
 from __future__ import annotations
 
-from distcalc.analyze.options import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
-                                      FsdpSharding)
+from distcalc.analyze.options import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel,
+                                      ElementwiseKernels, FsdpSharding)
 from distcalc.analyze.report import BREAKDOWN_KEYS, StepReport, analyze, config_batch, evaluate_batch
 
-__all__ = ["AnalyzeOptions", "AttentionKernel", "BREAKDOWN_KEYS", "ContextParallelAlgorithm", "ElementwiseKernels", "FsdpSharding", "StepReport", "analyze", "config_batch",
+__all__ = ["AnalyzeOptions", "AttentionKernel", "BREAKDOWN_KEYS", "ContextParallelAlgorithm", "CrossEntropyKernel",
+           "ElementwiseKernels", "FsdpSharding", "StepReport", "analyze", "config_batch",
            "evaluate_batch"]

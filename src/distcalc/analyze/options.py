@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.compute.attention import AttentionKernel
+from distcalc.compute.loss import CrossEntropyKernel
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
@@ -71,6 +72,17 @@ class AnalyzeOptions(BaseModel):
       of every local parameter each step (``DistributedDataParallel.zero_grad_buffer`` →
       ``_ParamAndGradBuffer.reset`` → ``grad_data.zero_()``), also under the distributed optimizer, whose
       shard covers only 1/d of it; charged on every parameter the rank holds, not on its optimizer shard.
+    * ``grad_check_bytes_per_parameter`` 0: Megatron-Core checks every gradient bucket for NaN/Inf before the
+      DP collective (``check_for_nan_in_grad``, on by default: ``--no-check-for-nan-in-loss-and-grad`` turns it
+      off; ``_ParamAndGradBucketGroup.check_grads`` computes ``bucket.grad_data.norm(p=2)``): 4 B (read the
+      fp32 ``main_grad``) per parameter of the local gradient buffer each step. 0 describes a stack without it.
+    * ``grad_prescale_bytes_per_parameter`` 0: Megatron-Core scales the gradients by 1/(DP·CP) before summing
+      them (``start_grad_sync``: ``bucket.grad_data *= bucket.gradient_scaling_factor`` unless
+      ``--ddp-average-in-collective``): 8 B (read + write fp32) per parameter of the local gradient buffer
+      each step, only where the DP·CP group has more than one rank (the factor is 1 otherwise).
+    * ``cross_entropy`` ``unfused``: Megatron-Core's vocab-parallel cross-entropy; ``native-fused`` /
+      ``te-fused``: ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` / ``te``
+      (:mod:`distcalc.compute.loss`).
     * ``allreduce_sharded_gradients`` False: with the optimizer states partitioned (ZeRO-1 / distributed
       optimizer), the gradients are reduce-scattered. True describes DeepSpeed's ``BF16_Optimizer``
       (``deepspeed/runtime/bf16_optimizer.py``: ``get_grads_for_reduction`` hands the engine its full fp32
@@ -125,6 +137,12 @@ class AnalyzeOptions(BaseModel):
     optimizer_bytes_per_parameter: float = Field(38.0, ge=0, description="HBM bytes per parameter per step")
     grad_buffer_zero_bytes_per_parameter: float = Field(
         4.0, ge=0, description="HBM bytes per local parameter to zero the gradient buffer each step")
+    grad_check_bytes_per_parameter: float = Field(
+        0.0, ge=0, description="HBM bytes per local parameter of the NaN check of the gradients before DP sync")
+    grad_prescale_bytes_per_parameter: float = Field(
+        0.0, ge=0, description="HBM bytes per local parameter of the 1/(DP·CP) gradient scaling before DP sync")
+    cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
+                                              description="loss kernels: unfused, native-fused or te-fused")
     allreduce_sharded_gradients: bool = Field(False, description="all-reduce gradients although the optimizer "
                                               "is sharded (DeepSpeed BF16_Optimizer)")
     grad_accumulation_bytes_per_parameter: float = Field(0.0, ge=0, description="HBM bytes per parameter per "

@@ -8,7 +8,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.table import Table
 
-from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding, StepReport
+from distcalc.analyze import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                              FsdpSharding, StepReport)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
@@ -48,7 +49,9 @@ def _render(report: StepReport, example: bool) -> None:
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
                   f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
-                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
+                  + (f" loss={report.options['cross_entropy']}"
+                     if report.options.get("cross_entropy", "unfused") != "unfused" else "")
+                  + f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
@@ -197,6 +200,10 @@ def register(app: typer.Typer) -> None:
         attention_kernel: Annotated[AttentionKernel, typer.Option(
             rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
                                     "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+        cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
+            rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
+                                    "native-fused or te-fused (--cross-entropy-loss-fusion with "
+                                    "--cross-entropy-fusion-impl native / te)")] = CrossEntropyKernel.UNFUSED,
         fsdp_sharding: Annotated[FsdpSharding, typer.Option(
             rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,

@@ -155,12 +155,18 @@ def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: 
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
     (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
     §3) at ``P·η_bwd``; η the causal or the non-causal rate (MLA's: :func:`attention_efficiencies`); plus one
-    kernel overhead each."""
+    kernel overhead each. Like every tensor-core kernel of a training step, neither runs faster than the
+    GPU's sustained power-limited rate ``P_power`` (:mod:`distcalc.compute.device`, "Power limit"): the
+    kernels run back to back with the GEMMs, at the clock the board power cap allows. On B200 (1.09 PF) this
+    binds the forward kernel (0.60 x 2.25 PF burst): SimuMax's DGX B200 measurement of the same kernel at
+    131,072 tokens, long enough to reach the cap, runs at 1.13 PF (0.50 of peak causal; 0.60 at 32k)."""
     pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
     flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
     eta_f, eta_b = attention_efficiencies(device, head_dim, v_head_dim, causal)
-    forward = flops / (device.peak_flops_per_s * eta_f) + device.kernel_overhead_s
-    backward = 2.5 * flops / (device.peak_flops_per_s * eta_b) + device.kernel_overhead_s
+    rate_f = min(device.peak_flops_per_s * eta_f, device.power_limited_flops_per_s)
+    rate_b = min(device.peak_flops_per_s * eta_b, device.power_limited_flops_per_s)
+    forward = flops / rate_f + device.kernel_overhead_s
+    backward = 2.5 * flops / rate_b + device.kernel_overhead_s
     return forward, backward
 
 

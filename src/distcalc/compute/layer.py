@@ -90,6 +90,8 @@ from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allga
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_FORWARD_BYTES_PER_LOGIT,  # noqa: F401 (re-export)
+                                   CrossEntropyKernel, cross_entropy_times)
 from distcalc.compute.mla import qkv_projections
 from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
@@ -315,11 +317,6 @@ def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: Arra
     return total
 
 
-#: HBM bytes per logit of Megatron-Core's unfused vocab-parallel cross-entropy (``head_times`` counts them)
-CE_FORWARD_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
-CE_BACKWARD_BYTES_PER_LOGIT = 8 + 6
-
-
 @dataclass(frozen=True)
 class HeadTimes:
     """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch.
@@ -334,19 +331,15 @@ class HeadTimes:
 
 
 def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
-               tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0) -> HeadTimes:
+               tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0,
+               cross_entropy: CrossEntropyKernel = CrossEntropyKernel.UNFUSED) -> HeadTimes:
     """Embedding lookup (write Tₑ·h; backward: PyTorch's dense embedding gradient — zero and write the
     V/t × h table in 16 bit, read it and accumulate into the fp32 ``main_grad``: 14 bytes per table
     element, plus reading the T·h output gradient), final norm, logits GEMM ``(1, T, V/t, h)`` with its two
     backward GEMMs (16-bit also under FP8 training: :func:`~distcalc.compute.device.sixteen_bit`), and the
-    vocabulary-parallel cross-entropy in fp32, counted op by op from Megatron-Core
-    ``tensor_parallel/cross_entropy.py`` (``VocabParallelCrossEntropy``): forward ``.float()`` of the 16-bit
-    logits (read 2, write 4), ``max`` (read 4), in-place ``-= max`` (4 + 4), in-place ``exp`` (4 + 4),
-    ``sum`` (read 4), in-place ``div_`` by the sum (4 + 4): :data:`CE_FORWARD_BYTES_PER_LOGIT` = 38 bytes in
-    6 logits-sized kernels; backward ``mul_`` of the saved softmax by the output gradient (4 + 4) and the
-    autograd of ``.float()`` casting the fp32 gradient back to 16 bit (4 + 2):
-    :data:`CE_BACKWARD_BYTES_PER_LOGIT` = 14 bytes in 2 kernels (the target gather/scatter touch one logit
-    per token and are left out)."""
+    cross-entropy of the implementation ``cross_entropy`` names (:mod:`distcalc.compute.loss`: Megatron-Core's
+    unfused vocabulary-parallel loss, 38 B per logit forward in 6 kernels and 14 backward in 2, or a fused one),
+    at the GPU's measured rate for that kernel where compute.yaml has one."""
     device = sixteen_bit(device)
     tokens = np.multiply(micro_batch, np.divide(seq_len, cp))
     sp = np.asarray(sequence_parallel) != 0
@@ -356,6 +349,7 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     emb_b = elementwise_time_s(tokens * dims.hidden * 2.0 + vocab_t * dims.hidden * 14.0, device, 3)
     f, dg, wg = _gemm_fwd_bwd(1, tokens, vocab_t, dims.hidden, device)
     logits = tokens * vocab_t
-    out_f = f + elementwise_time_s(logits * CE_FORWARD_BYTES_PER_LOGIT + stream * 4.0, device, 7)
-    out_b = dg + wg + elementwise_time_s(logits * CE_BACKWARD_BYTES_PER_LOGIT + stream * 8.0, device, 3)
+    ce_f, ce_b = cross_entropy_times(device, logits, cross_entropy)
+    out_f = f + ce_f + elementwise_time_s(stream * 4.0, device, 1)
+    out_b = dg + wg + ce_b + elementwise_time_s(stream * 8.0, device, 1)
     return HeadTimes(emb_f, emb_b, out_f, out_b, wg)

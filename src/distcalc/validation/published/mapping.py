@@ -70,6 +70,7 @@ from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
 from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.compute.loss import CrossEntropyKernel
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
@@ -337,6 +338,34 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
     return AttentionKernel.FUSED
 
 
+#: HBM bytes per local parameter of Megatron-Core's gradient passes before the DP collective (NaN check: read
+#: fp32; 1/(DP·CP) scaling: read + write fp32), AnalyzeOptions ``grad_check_*`` / ``grad_prescale_*``
+MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES = 4.0, 8.0
+
+
+def megatron_launched(run: PublishedRun) -> bool:
+    """Megatron-Core launched through Megatron-LM's own ``pretrain_*.py`` and argument defaults at a pinned
+    commit (framework "Megatron-LM@<commit> (mcore …)"): the 1/(DP·CP) scaling before the reduce
+    (``--ddp-average-in-collective`` not given) and, unless fp16's dynamic loss scaler turns it off, the NaN
+    check of the gradients (``--no-check-for-nan-in-loss-and-grad`` not given)."""
+    return run.framework.startswith("Megatron-LM@") and "mcore" in run.framework
+
+
+def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
+    """The loss implementation the row ran. SimuMax names runs with ``--cross-entropy-loss-fusion`` by the
+    suffix ``_cef`` (the row's assumptions) and models them with TransformerEngine's fused kernel, the one its
+    B200 system file measures (``ce_fusion``, ``test_ce_permute_efficiency.py`` ``te_fusion``); its published
+    predictions are reproduced only with that fusion on (its ``tools/b200`` case table, DeepSeek-V2 EP8 mbc4:
+    369.3 ms off, 343.6 ms on = the published figure). Megatron-Bridge's ``GPTModelProvider`` turns the fusion
+    on by default (``cross_entropy_loss_fusion: bool = True``) with Megatron-Core's default implementation,
+    ``native``. Everything else: Megatron-Core's default, unfused."""
+    if run.case_id.endswith("_cef"):
+        return CrossEntropyKernel.TE_FUSED
+    if "Megatron-Bridge" in run.framework:
+        return CrossEntropyKernel.NATIVE_FUSED
+    return CrossEntropyKernel.UNFUSED
+
+
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
@@ -366,6 +395,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # (IBM fms-fsdp) and ZeRO gather into flat buffers
         fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
         attention_kernel=attention_kernel(run),
+        grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
+        else 0.0,
+        grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
+        cross_entropy=cross_entropy_kernel(run),
     )
 
 
