@@ -38,15 +38,12 @@ Rules, column by column:
   ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE); the Zero Bubble fork (``framework``
   "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
   for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
-  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`); so do the other Megatron-LM
-  stacks without TransformerEngine (:func:`legacy_megatron`: Narayanan 2021's SC21 code, ``mpu/layers.py``
-  ``F.linear`` on PyTorch 1.8, which adds a 3-D input's bias in a kernel of its own; MegaScale's baseline at
-  285068c8, ``core/tensor_parallel/layers.py`` ``output = output + bias`` and ``grad_output.sum(dim=0)``) →
-  megatron-local too. Their fp16 runs reduce gradients in fp16 (``grad_reduce_bytes`` 2): local DDP's buffers
-  take the parameter dtype unless ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces
-  (``megatron/arguments.py``, ``model/distributed.py`` at de7dc40f88; the SC21 scripts do not pass it), and
-  PyTorch DDP reduces ``param.grad``. Flash attention on a stack older than FlashAttention-2 (July 2023) is
-  FlashAttention 1.x (``attention_kernel`` flash1; :data:`FLASH1_STACKS`);
+  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`); so do all Megatron-LM stacks
+  without TransformerEngine (:func:`legacy_megatron`; SC21 code: ``F.linear`` on PyTorch 1.8 adds a 3-D input's
+  bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
+  gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
+  ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
+  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`FLASH1_STACKS`);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
@@ -313,8 +310,8 @@ NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
 
 #: framework phrases of Megatron stacks that run TransformerEngine / Megatron-Core layers, not the local linears
 TRANSFORMER_ENGINE_STACKS = ("TransformerEngine", "megatron-core", "mcore", "Megatron-Core", "NeMo")
-#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x: Megatron-LM 285068c8 (2023-01-11, "Merge branch
-#: 'tridao-flashattn'", ``flash_attn_unpadded_func``); FlashAttention-2 was released in July 2023
+#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x (``flash_attn_unpadded_func``): Megatron-LM 285068c8
+#: (2023-01-11, "Merge branch 'tridao-flashattn'"); FlashAttention-2 was released in July 2023
 FLASH1_STACKS = ("Megatron-LM @285068c8",)
 
 
