@@ -22,9 +22,9 @@ KNOWN: dict[tuple[str, str], str] = {
         "is not a scale effect; MegaScale's ablation (Table 3, 256 GPUs, batch 256) removes ~0.55 s with "
         "decoupled warm-up/cool-down send/recv (Sec. 3.2) and ~0.2 s with its data pipeline and removal of "
         "problematic code (Sec. 3.4, 6.3); the closed form matches a rendezvous replay of Megatron's "
-        "interleaved program with blocking exchanges (tests/test_pipeline_megatron.py), so with steady "
-        "chunk times those exchanges cost nothing more: the cost comes from variation the model does not "
-        "carry"),
+        "interleaved program with blocking exchanges (tests/test_pipeline_megatron.py), and random per-chunk "
+        "time variation in such a replay costs time in proportion to the micro-batches, not a constant: the "
+        "per-step cost is not identified"),
     ("Narayanan2021_Table1", "step_time"): (
         "~7 % slower than the model on every row: the same per-replica layouts measured a year later with "
         "2022 Megatron-LM (Korthikanti Table 5, reproduced within its tolerance) ran 8.7 % (1T: 102.6 vs "
