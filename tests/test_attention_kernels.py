@@ -236,3 +236,16 @@ def test_allgather_cp_is_exposed_and_reported():
     assert cp["hidden_behind"] == "nothing (critical path)" and "all-gather" in cp["reason"]
     notes = {row["note"] for row in report.communication if row["dim"] == "cp"}
     assert {"all-gather K,V", "re-gather K,V", "reduce-scatter dK,dV"} <= notes
+
+
+@settings(max_examples=40, deadline=None)
+@given(heads=st.integers(1, 128), seq=st.integers(128, 32768), dim=st.sampled_from([64, 96, 128]),
+       causal=st.booleans())
+def test_flash1_is_never_faster_than_flash2_on_a100(heads, seq, dim, causal):
+    a100 = load_device("a100-80gb")
+    fa1 = attention_kernel_device(a100, AttentionKernel.FLASH1)
+    fa2 = attention_kernel_device(a100, AttentionKernel.FLASH2)
+    one = flash_attention_times(fa1, heads, seq, seq, dim, dim, causal)
+    two = flash_attention_times(fa2, heads, seq, seq, dim, dim, causal)
+    assert one[0] >= two[0] and one[1] >= two[1]
+    assert all(np.isfinite(x) and x > 0 for x in one)
