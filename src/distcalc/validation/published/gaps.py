@@ -28,7 +28,8 @@ KNOWN: dict[tuple[str, str], str] = {
     ("Narayanan2021_Table1", "step_time"): (
         "~7 % slower than the model on every row, in proportion to the work (the model's per-micro-batch "
         "time x1.06 plus 0.24 s per step fits all 10 rows within 4 %): the same per-replica layouts "
-        "measured a year later with 2022 Megatron-LM (Korthikanti Table 5, reproduced within its tolerance) ran 8.7 % (1T: 102.6 vs "
+        "measured a year later with 2022 Megatron-LM (Korthikanti Table 5, reproduced within its "
+        "tolerance) ran 8.7 % (1T: 102.6 vs "
         "94.4 s) and 10.3 % (530B: 54.1 vs 49.1 s) faster, while the model separates them by their DP "
         "all-reduce (~0.3 s); the "
         "SC21 code (de7dc40f88, NGC PyTorch 20.12) has the same kernels as the 2022 code (local linears, "
