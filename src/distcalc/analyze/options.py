@@ -117,7 +117,8 @@ class AnalyzeOptions(BaseModel):
     * ``attention_kernel`` ``fused``: the GPU preset's fused attention (cuDNN / FlashAttention-3 class, what
       TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
       attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
-      :mod:`distcalc.compute.attention`).
+      :mod:`distcalc.compute.attention`); ``flash1`` FlashAttention 1.x, the flash kernel of stacks older than
+      July 2023 (Megatron-LM's ``--use-flash-attn`` at 285068c8), on the GA100 presets.
     * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
       (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
@@ -164,7 +165,8 @@ class AnalyzeOptions(BaseModel):
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
                                         "per-parameter sharding with copy kernels (FSDP2)")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
+                                                          "flash1 (FlashAttention 1.x)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

@@ -198,8 +198,9 @@ def register(app: typer.Typer) -> None:
                                     "SwiGLU, RoPE) or megatron-local (Megatron-LM local linears: unfused QKV "
                                     "bias add and bias-gradient reductions)")] = ElementwiseKernels.FUSED,
         attention_kernel: Annotated[AttentionKernel, typer.Option(
-            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
-                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default), flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0) or flash1 (FlashAttention 1.x, "
+                                    "pre-July-2023 stacks)")] = AttentionKernel.FUSED,
         cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
             rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
                                     "native-fused or te-fused (--cross-entropy-loss-fusion with "

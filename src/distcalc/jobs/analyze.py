@@ -79,7 +79,8 @@ class AnalyzeRequest(PipelineRequest):
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or flash1 "
+                                                          "(FlashAttention 1.x)")
     cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
                                               description="loss kernels: unfused, native-fused or te-fused")
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")

@@ -41,7 +41,12 @@ Rules, column by column:
   ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE); the Zero Bubble fork (``framework``
   "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
   for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
-  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`);
+  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`); so do all Megatron-LM stacks
+  without TransformerEngine (:func:`legacy_megatron`; SC21 code: ``F.linear`` on PyTorch 1.8 adds a 3-D input's
+  bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
+  gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
+  ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
+  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`FLASH1_STACKS`);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
@@ -317,21 +322,38 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
 NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
 
 
+#: framework phrases of Megatron stacks that run TransformerEngine / Megatron-Core layers, not the local linears
+TRANSFORMER_ENGINE_STACKS = ("TransformerEngine", "megatron-core", "mcore", "Megatron-Core", "NeMo")
+#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x (``flash_attn_unpadded_func``): Megatron-LM 285068c8
+#: (2023-01-11, "Merge branch 'tridao-flashattn'"); FlashAttention-2 was released in July 2023
+FLASH1_STACKS = ("Megatron-LM @285068c8",)
+
+
+def legacy_megatron(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron-LM's own (pre-TransformerEngine) layers: a Megatron-LM framework that names
+    neither TransformerEngine nor Megatron-Core (``--transformer-impl local`` was the default until 2023)."""
+    return "Megatron-LM" in run.framework and not any(p in run.framework for p in TRANSFORMER_ENGINE_STACKS)
+
+
 def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
-    and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
+    and fms-fsdp, Megatron-LM local linears for Megatron-LM without TransformerEngine (the Zero Bubble fork,
+    Narayanan 2021, MegaScale's baseline) and Megatron-DeepSpeed (BLOOM), else fused."""
     if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
         return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework:
+    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or legacy_megatron(run):
         return ElementwiseKernels.MEGATRON_LOCAL
     return ElementwiseKernels.FUSED
 
 
 def attention_kernel(run: PublishedRun) -> AttentionKernel:
     """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
-    flash backend ("SDPA flash": FlashAttention-2 kernels), else fused."""
+    flash backend ("SDPA flash": FlashAttention-2 kernels), FlashAttention 1.x on :data:`FLASH1_STACKS`, else
+    fused."""
     if "SDPA flash" in run.config_details:
         return AttentionKernel.FLASH2
+    if any(stack in run.framework for stack in FLASH1_STACKS):
+        return AttentionKernel.FLASH1
     match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
     if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
         return AttentionKernel.FLASH2
@@ -374,7 +396,8 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16);
     # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
     fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
-    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
+    fp16_grads = run.precision == "fp16" and legacy_megatron(run)  # local/PyTorch DDP in the param dtype
+    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) or fp16_grads else 4
     bf16_optimizer = deepspeed_bf16_optimizer(run)
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
