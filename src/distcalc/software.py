@@ -45,7 +45,19 @@ class FsdpSharding(str, Enum):
 
 class AttentionKernel(str, Enum):
     """Which fused-attention implementation the framework runs: the GPU preset's fused attention (cuDNN /
-    FlashAttention-3 class) or the FlashAttention-2 package (rates and sources: :mod:`distcalc.compute.attention`)."""
+    FlashAttention-3 class), the FlashAttention-2 package, or FlashAttention 1.x (rates and sources:
+    :mod:`distcalc.compute.attention`)."""
 
     FUSED = "fused"
     FLASH2 = "flash2"
+    FLASH1 = "flash1"
+
+
+class CrossEntropyKernel(str, Enum):
+    """Which cross-entropy implementation computes the loss: Megatron-Core's vocab-parallel cross-entropy
+    (``unfused``), or ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` / ``te``
+    (bytes and kernels of each: :mod:`distcalc.compute.loss`)."""
+
+    UNFUSED = "unfused"
+    NATIVE_FUSED = "native-fused"
+    TE_FUSED = "te-fused"

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-_FROM_OPTIONS = ("AnalyzeOptions", "AttentionKernel", "ContextParallelAlgorithm", "ElementwiseKernels", "FsdpSharding")
+_FROM_OPTIONS = ("AnalyzeOptions", "AttentionKernel", "ContextParallelAlgorithm", "CrossEntropyKernel",
+                 "ElementwiseKernels", "FsdpSharding")
 _FROM_REPORT = ("BREAKDOWN_KEYS", "StepReport", "analyze", "config_batch", "evaluate_batch")
 
 __all__ = sorted(_FROM_OPTIONS + _FROM_REPORT)

@@ -116,6 +116,20 @@ def _mix(dense, moe, frac: float, field: str) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
+def stage_moe_layers(d: ModelDims, lps_first: np.ndarray, lps_mid: np.ndarray,
+                     lps_last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MoE layers held by the first, the busiest middle and the last pipeline stage, the layers in order
+    (DeepSeek's dense layers come first: ``first_k_dense_replace``, Megatron-Core ``--moe-layer-freq``): the
+    first stage holds layers [0, lps_first), the last [L − lps_last, L); a middle stage at most lps_mid of the
+    MoE layers between them. A single stage holds them all."""
+    L = d.layers
+    first = np.clip(np.rint(lps_first), 0, L).astype(np.int64)
+    last_start = np.clip(L - np.rint(lps_last), 0, L).astype(np.int64)
+    middle = np.minimum(np.rint(lps_mid), np.maximum(d.moe_layers_between(first, np.maximum(last_start, first)), 0))
+    return (d.moe_layers_between(0, first).astype(float), middle.astype(float),
+            d.moe_layers_between(last_start, L).astype(float))
+
+
 def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, c: dict[str, np.ndarray],
                       o: AnalyzeOptions, memo: dict | None = None) -> dict[str, Any]:
     """Per-layer and head quantities of one micro-batch (see module docstring). ``memo``: placements
@@ -184,7 +198,14 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
                cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
-    heads = head_times(d, device, b, s, tp, cp, sp)
+    # what one MoE layer costs beyond a dense one (compute with recomputation; its EP AllToAll apart), for the
+    # stages that hold more or fewer MoE layers than the model's average (analyze.core, stage_moe_layers)
+    both = dense is not None and moe is not None
+    out["moe_extra_compute"] = np.asarray(slowest * sum(
+        _mix(dense, moe, 1.0, f) - _mix(dense, moe, 0.0, f) for f in ("forward_s", "backward_s", "recompute_s"))
+        if both else np.zeros(shape), dtype=float)
+    out["ep_per_moe_layer"] = ep_all / frac if frac else np.zeros(shape)
+    heads = head_times(d, device, b, s, tp, cp, sp, o.cross_entropy)
     out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
                emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
                out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),

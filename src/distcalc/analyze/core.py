@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
-                                     micro_batch_block, run_block)
+                                     micro_batch_block, run_block, stage_moe_layers)
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
@@ -91,9 +91,17 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
     single = pp == 1
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
-    first_base = lps_first * per_layer + first + np.where(single, last, 0.0)
-    last_base = lps_last * per_layer + last + np.where(single, first, 0.0)
-    mid_base = np.where(pp >= 3, lps_mid * per_layer, 0.0)
+    # a stage holding more MoE layers than the model's average share pays each one's extra compute and its EP
+    # AllToAll (DeepSeek's dense layers sit on the first stage; blocks.stage_moe_layers)
+    moe_t, moe_m, moe_f = stage_moe_layers(d, lps_first, lps_mid, lps_last)
+    frac = d.moe_layers / d.layers
+    extra_t, extra_m, extra_f = ((n - lps_x * frac) * mb["moe_extra_compute"]
+                                 for n, lps_x in ((moe_t, lps_first), (moe_m, lps_mid), (moe_f, lps_last)))
+    ep_t, ep_m, ep_f = (n * mb["ep_per_moe_layer"] for n in (moe_t, moe_m, moe_f))
+    per_layer_no_ep = per_layer - mb["ep_all"]
+    first_base = lps_first * per_layer_no_ep + ep_t + extra_t + first + np.where(single, last, 0.0)
+    last_base = lps_last * per_layer_no_ep + ep_f + extra_f + last + np.where(single, first, 0.0)
+    mid_base = np.where(pp >= 3, lps_mid * per_layer_no_ep + ep_m + extra_m, 0.0)
     # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
     slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
     # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
@@ -140,8 +148,12 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     expert_gpu = dpb["expert_params_gpu"]
     # the gradient buffer zeroed each step: the whole local one without ZeRO and under ZeRO-1 / Megatron's
     # distributed optimizer (gradients unsharded), the shard under ZeRO-2/3 and FSDP (gradients sharded)
+    # Megatron-Core's passes over the local gradient buffer before the DP collective: the NaN check, and the
+    # 1/(DP·CP) scaling where that group has more than one rank (AnalyzeOptions)
+    grad_pass = o.grad_check_bytes_per_parameter + np.where(dpb["dp_group"] > 1, o.grad_prescale_bytes_per_parameter,
+                                                            0.0)
     opt = lambda params, grads: mb["slowest_gpu_factor"] * (  # noqa: E731
-        (params * o.optimizer_bytes_per_parameter + grads * o.grad_buffer_zero_bytes_per_parameter)
+        (params * o.optimizer_bytes_per_parameter + grads * (o.grad_buffer_zero_bytes_per_parameter + grad_pass))
         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
     # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch
@@ -159,9 +171,9 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "opt_sharded": opt(shard_gpu, shard_gpu), "accumulate": accumulate,
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
-        "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
-        "compute_f": lps_last * layer_compute + (out + np.where(single, emb, 0.0)),
-        "compute_m": lps_mid * layer_compute,
+        "compute_t": lps_first * layer_compute + extra_t + (emb + np.where(single, out, 0.0)),
+        "compute_f": lps_last * layer_compute + extra_f + (out + np.where(single, emb, 0.0)),
+        "compute_m": lps_mid * layer_compute + extra_m, "ep_t": ep_t, "ep_f": ep_f, "ep_m": ep_m,
         "tp_exposed_t": lps_first * tp_layer + head_tp_t, "tp_exposed_f": lps_last * tp_layer + head_tp_f,
         "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
         "tp_on_link_t": lps_first * mb["tp_on_link"] + head_tp_t, "tp_on_link_f": lps_last * mb["tp_on_link"] + head_tp_f,
@@ -286,7 +298,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "recompute_s": m_lps * g(u["recompute"]),
         "tp_exposed_s": mf * pick("tp_exposed"),
         "cp_exposed_s": m_lps * g(u["cp_all"]) if u["cp_all"].any() else np.zeros(m.shape),
-        "ep_exposed_s": m_lps * g(u["ep_all"]) if u["ep_all"].any() else np.zeros(m.shape),
+        "ep_exposed_s": mf * pick("ep") if u["ep_all"].any() else np.zeros(m.shape),
         "pp_p2p_s": mf * p2p_exposed,
         "bubble_s": pipeline - m_stage_max,
         "dp_exposed_s": dp_exposed, "dp_on_link_s": dp_on_link,

@@ -89,6 +89,7 @@ def calibrate(paths: list[str | Path]) -> Calibration:
             for run in runs:
                 fit = fit_run(run)
                 calibration.fits.append(dict(fit.as_dict(), source="nccl-tests", nodes=run.nodes,
+                                             gpus_per_thread=run.gpus_per_thread,
                                              busbw_geomean_error=busbw_geomean_error(fit)))
             continue
         result = load_result_file(path)

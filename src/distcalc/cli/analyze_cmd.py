@@ -18,7 +18,8 @@ from distcalc.cli.style import PanelCommand
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.software import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                               FsdpSharding)
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -51,7 +52,9 @@ def _render(report: StepReport, example: bool) -> None:
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
                   f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
-                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
+                  + (f" loss={report.options['cross_entropy']}"
+                     if report.options.get("cross_entropy", "unfused") != "unfused" else "")
+                  + f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
@@ -198,8 +201,13 @@ def register(app: typer.Typer) -> None:
                                     "SwiGLU, RoPE) or megatron-local (Megatron-LM local linears: unfused QKV "
                                     "bias add and bias-gradient reductions)")] = ElementwiseKernels.FUSED,
         attention_kernel: Annotated[AttentionKernel, typer.Option(
-            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
-                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default), flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0) or flash1 (FlashAttention 1.x, "
+                                    "pre-July-2023 stacks)")] = AttentionKernel.FUSED,
+        cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
+            rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
+                                    "native-fused or te-fused (--cross-entropy-loss-fusion with "
+                                    "--cross-entropy-fusion-impl native / te)")] = CrossEntropyKernel.UNFUSED,
         fsdp_sharding: Annotated[FsdpSharding, typer.Option(
             rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,

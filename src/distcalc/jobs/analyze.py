@@ -8,8 +8,8 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
-                              FsdpSharding, StepReport, analyze)
+from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel,
+                              ElementwiseKernels, FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.errors import ConfigError
@@ -80,7 +80,10 @@ class AnalyzeRequest(PipelineRequest):
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or flash1 "
+                                                          "(FlashAttention 1.x)")
+    cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
+                                              description="loss kernels: unfused, native-fused or te-fused")
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
@@ -144,7 +147,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
-                             attention_kernel=request.attention_kernel,
+                             attention_kernel=request.attention_kernel, cross_entropy=request.cross_entropy,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

@@ -65,6 +65,8 @@ class StageMemory(BaseModel):
     communication_buffers_bytes: float
     cuda_context_bytes: float
     allocator_reserve_bytes: float
+    optimizer_step_buffers_bytes: float = Field(0.0, description="tensors the optimizer step allocates in new "
+                                                "segments (MemoryOptions.step_*)")
     total_bytes: float
 
     def peak_bytes(self, basis: MemoryBasis) -> float:
@@ -72,7 +74,11 @@ class StageMemory(BaseModel):
         if basis is MemoryBasis.DEVICE:
             return self.total_bytes
         reserved = self.total_bytes - self.communication_buffers_bytes - self.cuda_context_bytes
-        return reserved if basis is MemoryBasis.RESERVED else reserved - self.allocator_reserve_bytes
+        if basis is MemoryBasis.RESERVED:
+            return reserved
+        # allocated: the steady state, or the model states with the optimizer step's tensors if that is more
+        steady = reserved - self.allocator_reserve_bytes - self.optimizer_step_buffers_bytes
+        return max(steady, self.model_states_bytes + self.optimizer_step_buffers_bytes)
 
 
 class MemoryReport(BaseModel):
