@@ -80,7 +80,9 @@ class AnalyzeRequest(PipelineRequest):
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
-    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers, FSDP1 flat parameter "
+                                        "or FSDP2 per-parameter")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -143,6 +145,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
+                             fsdp_shard_size=request.fsdp_shard_size,
                              attention_kernel=request.attention_kernel,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)

@@ -166,6 +166,8 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     worst = int(np.argmax([s.total_bytes for s in stages]))
     per_param = bytes_per_parameter(options.recipe, config.dtype)
     shard = config.data_parallel * config.cp
+    if options.zero_shard_size and config.zero_stage >= 3:  # HSDP (MemoryOptions.zero_shard_size)
+        shard = min(options.zero_shard_size, shard)
     dw, dg, do = (float(x) for x in zero_divisors(config.zero_stage, shard))
     sharding = {"zero_stage": config.zero_stage, "dp_cp_group": shard, "expert_dp_group": shard / config.ep,
                 "weights_divisor": dw, "gradients_divisor": dg, "optimizer_divisor": do}

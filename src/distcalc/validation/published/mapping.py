@@ -76,7 +76,8 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, AttentionKernel,
+                                      ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding)
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
@@ -296,7 +297,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
     return stack_memory_options(
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
-        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
+        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
+        base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -324,6 +326,34 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
     return AttentionKernel.FUSED
 
 
+#: fms-fsdp's sharding strategy per model variant in its README's benchmark table at the 2024 blog's date
+#: (foundation-model-stack/fms-fsdp@5e522b4, 2024-03-13: "7b HSDP", "13b/34b/70b FSDP"; scripts/train.sh
+#: ``--sharding_strategy=hsdp``). HSDP is FSDP1 ``HYBRID_SHARD``: shard within a node, replicate across nodes.
+FMS_FSDP_HSDP_VARIANTS = ("7B",)
+
+
+def pytorch_native(run: PublishedRun) -> bool:
+    """Whether the row's training loop is PyTorch's own: ``torch.optim.AdamW`` (foreach) and
+    ``clip_grad_norm_`` on FSDP shards (torchtitan, IBM fms-fsdp)."""
+    return "torchtitan" in run.framework or "fms-fsdp" in run.framework
+
+
+def fsdp_shard_size(run: PublishedRun) -> int:
+    """HSDP shard group of the row (0: FULL_SHARD): fms-fsdp's 7B runs shard within the node
+    (:data:`FMS_FSDP_HSDP_VARIANTS`; FSDP1's default intra-node group is the node's GPUs)."""
+    variant = re.search(r"(\d+)B\b", run.model)
+    if run.fsdp and "fms-fsdp" in run.framework and variant and f"{variant[1]}B" in FMS_FSDP_HSDP_VARIANTS:
+        return run.gpus_per_node or 8
+    return 0
+
+
+def fsdp_sharding(run: PublishedRun) -> FsdpSharding:
+    """The row's ZeRO-3 layout: FSDP2 per parameter, PyTorch FSDP1 a flat parameter, else flat buffers."""
+    if "FSDP2" in run.framework:
+        return FsdpSharding.PER_PARAMETER
+    return FsdpSharding.FLAT_PARAMETER if "FSDP1" in run.config_details else FsdpSharding.FLAT
+
+
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
     """The software behaviour the row's framework and flags describe."""
     nemo = "NeMo" in run.framework or "Megatron-Bridge" in run.framework
@@ -349,9 +379,15 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
         elementwise_kernels=elementwise_kernels(run),
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
-        # (IBM fms-fsdp) and ZeRO gather into flat buffers
-        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        # (IBM fms-fsdp) gathers into one FlatParameter per unit and concatenates its gradient from the views';
+        # Megatron-FSDP's gradients accumulate in its buffers
+        fsdp_sharding=fsdp_sharding(run),
         attention_kernel=attention_kernel(run),
+        # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
+        # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
+        **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,
+                grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
+        fsdp_shard_size=fsdp_shard_size(run),
     )
 
 
