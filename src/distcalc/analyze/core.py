@@ -304,6 +304,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
         "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
+        **{f"fsdp_{k}_s": g(u["dpb"][k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
+        "block_forward_s": g(u["mb"]["forward_s"]), "block_backward_s": g(u["mb"]["backward_s"] + u["mb"]["recompute_s"]),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding
