@@ -123,3 +123,15 @@ def test_cli_fsdp_shard_size_must_divide_dp():
                                       "--global-batch", "32"])
     assert result.exit_code == 2
     assert "error: fsdp_shard_size(3) must divide the data-parallel group dp·cp(16)" in result.output
+
+
+def test_memory_cli_shards_over_the_hsdp_group():
+    """`distcalc memory --fsdp-shard-size 8`: the states divide by 8, not by dp; a non-divisor exits 2."""
+    args = ["memory", "--model", "llama2-7b", "--gpus", "128", "--zero", "3", "--micro-batch", "2",
+            "--seq-len", "4096", "--global-batch", "256"]
+    runner = CliRunner()
+    result = runner.invoke(app, args + ["--fsdp-shard-size", "8"])
+    assert result.exit_code == 0 and "weights 2 B/param / 8, gradients 4 / 8, optimizer 12 / 8" in result.output
+    bad = runner.invoke(app, args + ["--fsdp-shard-size", "3"])
+    assert bad.exit_code == 2
+    assert "error: fsdp_shard_size(3) must divide the data-parallel group dp·cp(128)" in bad.output

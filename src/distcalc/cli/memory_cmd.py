@@ -151,6 +151,9 @@ def register(app: typer.Typer) -> None:
         moe_token_factor: Annotated[float, typer.Option(
             min=0.01, max=64.0, rich_help_panel=O, help="MoE: routed tokens of the busiest EP rank per mean "
                                                         "routed token (capacity factor, or dropless imbalance)")] = 1.0,
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=O, help="HSDP: ZeRO-3 states sharded over groups of this many DP ranks, "
+                                           "replicated across them; 0: FULL_SHARD")] = 0,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,

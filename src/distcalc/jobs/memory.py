@@ -44,6 +44,7 @@ class MemoryRequest(PipelineRequest):
     cuda_context: str = "512MiB"
     allocator_reserve: float = 0.05
     moe_token_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE busiest-rank routed tokens / mean")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
 
 
 def size_or_zero(text: str) -> int:
@@ -78,7 +79,7 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             comm_buffer_bytes=parse_option(size_or_zero, request.comm_buffer, "--comm-buffer"),
                             cuda_context_bytes=parse_option(size_or_zero, request.cuda_context, "--cuda-context"),
                             allocator_reserve_fraction=request.allocator_reserve,
-                            moe_token_factor=request.moe_token_factor)
+                            moe_token_factor=request.moe_token_factor, zero_shard_size=request.fsdp_shard_size)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from distcalc.errors import ConfigError
 from distcalc.hardware import GpuSpec, load_gpu
 from distcalc.memory.batch import formula_inputs
 from distcalc.model.dims import model_dims
@@ -154,6 +155,9 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     gpu = load_gpu(gpu) if isinstance(gpu, str) else gpu
     options = options or MemoryOptions()
     validate_for_model(config, spec)
+    if options.zero_shard_size and (config.data_parallel * config.cp) % options.zero_shard_size:
+        raise ConfigError(f"fsdp_shard_size({options.zero_shard_size}) must divide the data-parallel group "
+                          f"dp·cp({config.data_parallel * config.cp})")
     dims = model_dims(spec)
     terms = config_terms(dims, **config_formula_inputs(config, options))
     stages = []
