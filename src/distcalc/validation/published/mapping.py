@@ -39,7 +39,12 @@ Rules, column by column:
   "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
   for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
   and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`);
-  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
+  (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
+  7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
+  blog's date, :mod:`distcalc.validation.published.pytorch_stacks`), its larger models FULL_SHARD; the PyTorch-native loops
+  (torchtitan, fms-fsdp) step ``torch.optim.AdamW`` (foreach) after ``clip_grad_norm_`` and free gradients
+  instead of zeroing them (``optimizer_bytes_per_parameter`` 96, ``grad_buffer_zero_bytes_per_parameter`` 0);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
@@ -77,12 +82,13 @@ from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
 from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, AttentionKernel,
-                                      ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding)
+                                      ContextParallelAlgorithm, ElementwiseKernels)
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
 
 # The system each GPU of the development set comes in (clusters.yaml).
@@ -324,34 +330,6 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
     if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
         return AttentionKernel.FLASH2
     return AttentionKernel.FUSED
-
-
-#: fms-fsdp's sharding strategy per model variant in its README's benchmark table at the 2024 blog's date
-#: (foundation-model-stack/fms-fsdp@5e522b4, 2024-03-13: "7b HSDP", "13b/34b/70b FSDP"; scripts/train.sh
-#: ``--sharding_strategy=hsdp``). HSDP is FSDP1 ``HYBRID_SHARD``: shard within a node, replicate across nodes.
-FMS_FSDP_HSDP_VARIANTS = ("7B",)
-
-
-def pytorch_native(run: PublishedRun) -> bool:
-    """Whether the row's training loop is PyTorch's own: ``torch.optim.AdamW`` (foreach) and
-    ``clip_grad_norm_`` on FSDP shards (torchtitan, IBM fms-fsdp)."""
-    return "torchtitan" in run.framework or "fms-fsdp" in run.framework
-
-
-def fsdp_shard_size(run: PublishedRun) -> int:
-    """HSDP shard group of the row (0: FULL_SHARD): fms-fsdp's 7B runs shard within the node
-    (:data:`FMS_FSDP_HSDP_VARIANTS`; FSDP1's default intra-node group is the node's GPUs)."""
-    variant = re.search(r"(\d+)B\b", run.model)
-    if run.fsdp and "fms-fsdp" in run.framework and variant and f"{variant[1]}B" in FMS_FSDP_HSDP_VARIANTS:
-        return run.gpus_per_node or 8
-    return 0
-
-
-def fsdp_sharding(run: PublishedRun) -> FsdpSharding:
-    """The row's ZeRO-3 layout: FSDP2 per parameter, PyTorch FSDP1 a flat parameter, else flat buffers."""
-    if "FSDP2" in run.framework:
-        return FsdpSharding.PER_PARAMETER
-    return FsdpSharding.FLAT_PARAMETER if "FSDP1" in run.config_details else FsdpSharding.FLAT
 
 
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
