@@ -135,3 +135,28 @@ def test_memory_cli_shards_over_the_hsdp_group():
     bad = runner.invoke(app, args + ["--fsdp-shard-size", "3"])
     assert bad.exit_code == 2
     assert "error: fsdp_shard_size(3) must divide the data-parallel group dp·cp(128)" in bad.output
+
+
+def test_pytorch_native_layer_code():
+    """torchtitan / fms Llama code: separate q/k/v and gate/up linears carry exactly the fused GEMMs' FLOPs,
+    autograd adds the three extra input gradients, GQA copies keys and values (MHA does not), and the weight
+    gradient is written in 16 bit (cheaper than Megatron's fp32 accumulation)."""
+    from dataclasses import replace
+    from distcalc.compute import layer_times
+    from distcalc.compute.device import elementwise_time_s
+    from distcalc.compute.pytorch_layer import GRAD_ADD_BYTES, native_code_times, separate_gate_up, separate_qkv
+
+    d8, d13 = _dims(load_model("llama3-8b")), _dims(load_model("llama2-13b"))
+    qkv = separate_qkv(d8, 8192, 1)
+    assert sum(float(p[2]) for p in qkv) == d8.qkv_width
+    assert sum(float(p[2]) for p in separate_gate_up(d8, 8192, 1)) == 2 * d8.ffn
+    device = load_device("a100-80gb", "bf16")
+    f13, b13 = native_code_times(d13, device, 8192, 1, True)  # MHA: no K/V expansion, three adds
+    assert float(f13) == 0.0
+    assert float(b13) == pytest.approx(float(elementwise_time_s(3 * GRAD_ADD_BYTES * 8192 * d13.hidden, device, 3)))
+    f8, b8 = native_code_times(d8, device, 8192, 1, True)
+    assert float(f8) > 0 and float(b8) > float(b13) * d8.hidden / d13.hidden
+    eager = replace(device, eager_elementwise=True)
+    fused, native = (layer_times(d8, dev, 1, 8192, 1, flash_attention=1) for dev in (device, eager))
+    assert float(native.backward_wgrad_s) < float(fused.backward_wgrad_s)  # 2 B written instead of 8 B r+w
+    assert float(native.forward_gemm_s) >= float(fused.forward_gemm_s)  # narrower GEMMs never faster
