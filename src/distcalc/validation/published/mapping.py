@@ -385,6 +385,8 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         validate_for_model(config, spec)
         options = analyze_options(run, config)
         memory = memory_options(run, config)
+        if options.fsdp_shard_size:  # from the source's repository, not the row: say so in the case note
+            assumed.append(f"HSDP, shard group {options.fsdp_shard_size} (fms-fsdp README: 7b HSDP)")
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
