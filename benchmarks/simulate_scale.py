@@ -5,10 +5,11 @@ Cases: ring AllReduce on 1024 ranks (physical ring and ideal switch) and dimensi
 buffers (1 element per chunk), verifies the result, routes every transfer and times it — the whole
 ``distcalc.simulate.simulate`` call. Target: ≤ 2 s each on a 2-core machine. Issue 18's scale cases, direct
 All-to-All on 1,024 ranks (1 M transfers, checked by provenance) and ring AllReduce on 2,048 ranks of a
-switch (8.4 M transfers), target < 10 s and < 2 GiB each; ``peak_MB`` is the
-process's peak resident set so far (cases run smallest first).
+switch (8.4 M transfers), target < 10 s and < 2 GiB each, in both timing modes (``--mode step``, the
+synchronous steps, and ``--mode event``, chunk transfers as events per link); ``peak_MB`` is the process's
+peak resident set so far (cases run smallest first; run one mode per process for its own peak).
 
-    .venv/bin/python benchmarks/simulate_scale.py [--repeat 3]
+    .venv/bin/python benchmarks/simulate_scale.py [--repeat 3] [--mode step|event]
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ CASES = [
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported")
+    parser.add_argument("--mode", choices=["step", "event"], default="step", help="timing mode")
     args = parser.parse_args()
+    print(f"mode: {args.mode}")
     print(f"cpus: {os.cpu_count()}, load average: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{'case':40s} {'best_s':>8s} {'steps':>6s} {'transfers':>10s} {'verified':>8s} {'sim_time_ms':>12s} "
           f"{'analytic_ms':>12s} {'peak_MB':>8s}")
@@ -42,7 +45,7 @@ def main() -> None:
         best, result = float("inf"), None
         for _ in range(args.repeat):
             start = time.perf_counter()
-            result = simulate(kind, 1 << 30, topo, algorithm)
+            result = simulate(kind, 1 << 30, topo, algorithm, mode=args.mode)
             best = min(best, time.perf_counter() - start)
         print(f"{label:40s} {best:8.3f} {result.steps:6d} {result.schedule.src.size:10d} {str(result.verified):>8s} "
               f"{result.time_s * 1e3:12.4f} {result.analytic.time_s * 1e3:12.4f} "

@@ -89,7 +89,10 @@ def test_bloom_rows_describe_megatron_deepspeed_and_flagperf_rows_megatron_core(
     assert bloom.memory_options.allocator_reserve_fraction == pytest.approx(0.15 / 0.85)  # full recompute
     assert bloom.options.grad_reduce_bytes == 2  # DeepSpeed reduces the 16-bit param.grad
     flagperf = run_inputs(RUNS["flagperf_l3_8b_h100_pp1dp4tp2"])  # Megatron-Core 0.6, CUDA 12, no recompute
-    assert flagperf.memory_options == MemoryOptions()
+    # DGX H100 (NVLS), TP 2, DP 4 in one node: world 688 + 8 x 192, TP 544, DP and Megatron-Core's loss-averaging
+    # DP group 688 + 4 x 192 each (distcalc.memory.nccl_buffers)
+    nccl = (688 + 8 * 192 + 544 + 2 * (688 + 4 * 192)) * MIB
+    assert flagperf.memory_options == MemoryOptions(comm_buffer_bytes=nccl)
     assert flagperf.options.grad_reduce_bytes == 4
 
 

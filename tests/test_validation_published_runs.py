@@ -160,3 +160,12 @@ def test_zero_bubble_rows_run_megatron_local_linears():
     zb = run_inputs(RUNS["zb_T4_1p5B_8g_m24_b6_1f1b"]).options
     assert zb.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL
     assert run_inputs(RUNS["nara21_1p7b"]).options.elementwise_kernels is ElementwiseKernels.FUSED
+
+
+def test_the_out_of_memory_row_says_whether_distcalc_agrees():
+    # FlagPerf's A800 ablation PP1 DP8 TP1 ran out of memory; distcalc's nvidia-smi-basis peak must exceed 80 GiB
+    oom = next(c for c in comparisons() if c.run.case_id == "flagperf_l3_8b_a800_pp1dp8tp1_oom")
+    assert oom.predicted_step_s is None
+    assert "agrees it cannot fit" in oom.reason and "on the 80 GiB device" in oom.reason
+    others = [c for c in comparisons() if c.predicted_step_s is None and c.run.case_id != oom.run.case_id]
+    assert all("cannot fit" not in c.reason for c in others)

@@ -143,7 +143,8 @@ def register(app: typer.Typer) -> None:
                                     "BF16_Optimizer)")
         ] = Recipe.MIXED,
         comm_buffer: Annotated[str, typer.Option(rich_help_panel=O, help="NCCL buffers per GPU (bytes, e.g. "
-                                                 "512MiB)")] = "512MiB",
+                                                 "512MiB), or 'auto': the buffers of the job's NCCL "
+                                                 "communicators on the cluster")] = "512MiB",
         cuda_context: Annotated[str, typer.Option(rich_help_panel=O, help="CUDA context and workspaces per GPU "
                                                   "(bytes, e.g. 512MiB)")] = "512MiB",
         allocator_reserve: Annotated[float, typer.Option(rich_help_panel=O, help="allocator fragmentation reserve "

@@ -22,7 +22,7 @@ from distcalc.units import format_size, format_time
 def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
     first = results[0]
     table = Table(title=f"simulated {first.collective} of {format_size(first.size_bytes)} on "
-                        f"{topology_summary(first.topology)}")
+                        f"{topology_summary(first.topology)} ({first.timing.mode.value} timing)")
     for column in ("algorithm", "ok", "simulated", "analytic", "sim/ana", "steps", "sent/GPU", "busiest link",
                    "its bytes"):
         table.add_column(column, justify="left" if column in ("algorithm", "busiest link") else "right")
@@ -71,6 +71,9 @@ def simulate_command(
     elements: int = typer.Option(1, "--elements", min=1, help="Numbers per chunk in the executed buffers "
                                  "(All-to-All is checked by provenance and holds none)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random rank data."),
+    mode: str = typer.Option("step", "--mode", help="Timing: step (synchronous steps: α + busiest link per "
+                             "step) or event (chunk transfers as events per link, no step barrier: pipelined "
+                             "schedules overlap)."),
     json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
                                                             "per-step timeline."),

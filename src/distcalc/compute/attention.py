@@ -14,6 +14,11 @@ FlashAttention-2 at head dim 128, BF16, 16k tokens: 370 TFLOP/s forward non-caus
 backward; A100: the preset's own numbers, which are FlashAttention-2's). A GPU without a published
 FlashAttention-2 rate refuses ``flash2``.
 
+**Dropout.** Attention dropout inside the fused kernel draws its Philox mask in the forward and redraws it in
+the backward; measured forward + backward overheads at p = 0.1 (:data:`CUDNN_SM90_DROPOUT_OVERHEAD` 3.4 %,
+:data:`CUDNN_SM100_DROPOUT_OVERHEAD` 9.4 %, :data:`FLASH2_DROPOUT_OVERHEAD` 4.7 %; TransformerEngine issue
+#3312 / PR #3313) scale both passes of a layer whose attention dropout is non-zero.
+
 **Causal vs non-causal.** A causal kernel stops each query tile's loop at the diagonal, so the rows of tiles
 carry triangular work and the diagonal tiles are computed in full and masked; it runs below the rate of a
 non-causal kernel of the same useful FLOPs (FlashAttention-2 on H100 at 16k: 335 vs 370 TFLOP/s forward).
@@ -88,8 +93,38 @@ def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> D
                  flash_forward_noncausal_efficiency=float(entry["forward_efficiency"]),
                  flash_backward_efficiency=float(entry["backward_efficiency"]),
                  flash_backward_noncausal_efficiency=float(entry["backward_efficiency"]))
+    rates["flash2_attention"] = True
     twin = replace(device.attention, **rates) if device.attention is not None else None
     return replace(device, attention=twin, **rates)
+
+
+#: Attention dropout inside a fused attention kernel (Philox mask generated in the kernel, regenerated in the
+#: backward): extra time of forward + backward at p = 0.1, as a fraction of the kernel without dropout.
+#: cuDNN on sm90: H200, TE 2.15 ``DotProductAttention`` sbhd, 4096 tokens, 16 heads, d 128: 0.594 -> 0.614 ms;
+#: cuDNN on sm100: B300, TE 2.14.1, same shape: 0.480 -> 0.525 ms (NVIDIA/TransformerEngine issue #3312);
+#: FlashAttention-2 (2.7.4): 0.695 -> 0.728 ms, measured by the TE maintainers on GB200 (its sm80 code path,
+#: the one A100s run; TransformerEngine PR #3313).
+CUDNN_SM90_DROPOUT_OVERHEAD = (0.614 - 0.594) / 0.594
+CUDNN_SM100_DROPOUT_OVERHEAD = (0.525 - 0.480) / 0.480
+FLASH2_DROPOUT_OVERHEAD = (0.728 - 0.695) / 0.695
+#: Which fused kernel TransformerEngine runs by default per GPU preset (``DotProductAttention``: "Select
+#: FusedAttention on sm90 and FlashAttention on others"; Blackwell presets run cuDNN as on sm90, the kernel
+#: their flash rates describe): sm80 presets FlashAttention-2, Hopper cuDNN sm90, Blackwell cuDNN sm100.
+DEFAULT_DROPOUT_OVERHEAD = {
+    "a100-80gb": FLASH2_DROPOUT_OVERHEAD, "a100-40gb": FLASH2_DROPOUT_OVERHEAD, "a800-80gb": FLASH2_DROPOUT_OVERHEAD,
+    "h100-sxm": CUDNN_SM90_DROPOUT_OVERHEAD, "h200": CUDNN_SM90_DROPOUT_OVERHEAD, "h800": CUDNN_SM90_DROPOUT_OVERHEAD,
+    "h100-pcie": CUDNN_SM90_DROPOUT_OVERHEAD, "h100-nvl": CUDNN_SM90_DROPOUT_OVERHEAD,
+    "b200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb300": CUDNN_SM100_DROPOUT_OVERHEAD,
+}
+
+
+def attention_dropout_overhead(device: DeviceCompute) -> float:
+    """Fraction a fused attention kernel with dropout runs slower than without (:data:`DEFAULT_DROPOUT_OVERHEAD`
+    by the device's default kernel; the FlashAttention-2 figure where ``flash2`` was chosen); 0 for a
+    device without a measurement (TPU)."""
+    if device.flash2_attention:
+        return FLASH2_DROPOUT_OVERHEAD
+    return DEFAULT_DROPOUT_OVERHEAD.get(device.name, 0.0)
 
 
 def flash2_gpus() -> list[str]:

@@ -110,6 +110,9 @@ class DeviceCompute:
     #: backward FLOP/s as fractions of peak where measured (compute.yaml ``flash_mla_*``); None: as d_qk = d_v
     flash_mla_forward_efficiency: float | None = None
     flash_mla_backward_efficiency: float | None = None
+    #: the attention rates are the FlashAttention-2 package's (``--attention-kernel flash2``), not the fused
+    #: kernel the stack picks by default (distcalc.compute.attention)
+    flash2_attention: bool = False
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:

@@ -17,8 +17,10 @@ al. 2022 §4.2.2):
   mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
   With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
   device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
-  efficiency (Dao 2023, FlashAttention-2, §3). Under ring context parallelism the same causal work runs as
-  one causal and cp − 1 non-causal kernels with merges between them (:mod:`distcalc.compute.attention`).
+  efficiency (Dao 2023, FlashAttention-2, §3); with attention dropout both run the kernel's measured
+  dropout overhead slower (:func:`distcalc.compute.attention.attention_dropout_overhead`). Under ring
+  context parallelism the same causal work runs as one causal and cp − 1 non-causal kernels with merges
+  between them (:mod:`distcalc.compute.attention`).
 * Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
   norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
   6 B without dropout); backward norms 8 B, dropout-add 5 B. A parallel block (:mod:`distcalc.model.blocks`)
@@ -83,7 +85,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
-                                        flash_attention_times, ring_attention_times)
+                                        attention_dropout_overhead, flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
@@ -180,6 +182,9 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
     flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
     flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
+    if dims.attention_dropout:  # the kernel's in-kernel dropout (distcalc.compute.attention)
+        slower = 1.0 + attention_dropout_overhead(device)
+        flash_fwd, flash_bwd = flash_fwd * slower, flash_bwd * slower
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 

@@ -11,7 +11,7 @@ from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, val
 from distcalc.errors import AlgorithmError
 from distcalc.jobs.base import parse_option
 from distcalc.jobs.collective import TopologyRequest
-from distcalc.simulate import SimulationResult, simulate
+from distcalc.simulate import SimulationResult, parse_mode, simulate
 from distcalc.units import parse_size
 
 KINDS = [k.value for k in CollectiveKind]
@@ -23,6 +23,7 @@ class SimulateRequest(TopologyRequest):
     segments: Optional[int] = Field(None, ge=1)
     elements: int = Field(1, ge=1)
     seed: int = 0
+    mode: str = "step"
 
 
 def check_kind(text: str) -> str:
@@ -37,12 +38,13 @@ def run_simulate(request: SimulateRequest, allow_files: bool = False) -> tuple[l
     """The simulations ``distcalc simulate`` runs (fastest first with ``--algorithm all``) and whether
     every algorithm was asked for (``allow_files``: ``--cluster`` may be a YAML file)."""
     kind = check_kind(request.kind)
+    mode = parse_mode(request.mode)
     size_bytes = parse_option(parse_size, request.size, "--size")
     topo = request.build_topology(allow_files)
     choice = parse_algorithm(request.algorithm)
     names = valid_algorithms(kind, topo) if choice == "all" else [choice]
     results = [simulate(kind, size_bytes, topo, name, elements_per_chunk=request.elements, seed=request.seed,
-                        segments=request.segments) for name in names]
+                        segments=request.segments, mode=mode) for name in names]
     if choice == "all":
         results.sort(key=lambda r: r.time_s)
     return results, choice == "all"

@@ -27,6 +27,8 @@ software stack implies, each from a published measurement or the stack's own sou
   unusable (:data:`RECOMPUTE_FRAGMENTATION`). :class:`MemoryOptions` counts the reserve as a fraction of the
   rest, so a fragmentation ``f`` of the reserved pool is ``f / (1 − f)`` of it
   (:func:`reserve_fraction_of_fragmentation`). A stack without those techniques keeps the 5 % default.
+* **NCCL communicators** (``comm_buffer_bytes``): the channel and NVLS buffers of every communicator the job
+  holds (:mod:`distcalc.memory.nccl_buffers`), device memory outside PyTorch's allocator.
 """
 
 from __future__ import annotations
@@ -70,15 +72,19 @@ def zero_optimizer_recipe(deepspeed_zero: bool, fp32_grad_accumulation: bool = F
 
 def stack_memory_options(*, deepspeed_zero: bool = False, fp32_grad_accumulation: bool = False,
                          cuda_version: tuple[int, int] | None = None, irregular_allocations: bool = False,
-                         base: MemoryOptions | None = None) -> MemoryOptions:
+                         nccl_buffer_bytes: int | None = None, base: MemoryOptions | None = None) -> MemoryOptions:
     """:class:`MemoryOptions` of a software stack (module docstring): the recipe of its optimizer, the CUDA
-    context of its CUDA release, and GMLake's fragmentation when it recomputes activations or gathers and
-    frees sharded parameters per layer (``irregular_allocations``)."""
+    context of its CUDA release, GMLake's fragmentation when it recomputes activations or gathers and
+    frees sharded parameters per layer (``irregular_allocations``), and the NCCL buffers of the job's
+    communicators where they were counted (``nccl_buffer_bytes``: :func:`distcalc.memory.nccl_buffers.
+    nccl_buffer_bytes`; None keeps the base's ``comm_buffer_bytes``)."""
     base = base or MemoryOptions()
     update: dict[str, object] = {
         "recipe": zero_optimizer_recipe(deepspeed_zero, fp32_grad_accumulation),
         "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
     }
+    if nccl_buffer_bytes is not None:
+        update["comm_buffer_bytes"] = int(nccl_buffer_bytes)
     if irregular_allocations:
         update["allocator_reserve_fraction"] = reserve_fraction_of_fragmentation(RECOMPUTE_FRAGMENTATION)
     return base.model_copy(update=update)

@@ -6,8 +6,10 @@
 
 Pipeline: :mod:`.plans` generates the schedule (the algorithm itself, step by step), :mod:`.execute` runs it
 on real NumPy buffers and checks the collective's result, :mod:`.route` puts every transfer on the
-topology's links, :mod:`.timing` applies α + busiest-link/B per step. The byte accounting uses the real
-M; the executed data is ``elements_per_chunk`` numbers per chunk.
+topology's links, :mod:`.timing` applies α + busiest-link/B per step (``mode="step"``), or :mod:`.events`
+times every chunk transfer as an event on its links with no step barrier (``mode="event"``: pipelined and
+concurrent schedules overlap). The byte accounting uses the real M; the executed data is
+``elements_per_chunk`` numbers per chunk.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from distcalc.simulate.budget import check_before_generation, check_schedule, out_of_memory
+from distcalc.simulate.events import DENSE_READY_ENTRIES, time_events
 from distcalc.simulate.execute import Execution, execute
 from distcalc.simulate.plans import generate_schedule, to_schedule
 from distcalc.simulate.route import route_schedule
 from distcalc.simulate.schedule import Op, Pattern, Schedule
-from distcalc.simulate.timing import Timing, time_schedule
+from distcalc.simulate.timing import Timing, TimingMode, time_schedule
 from distcalc.topology import Topology
 
 __all__ = ["Op", "Pattern", "Schedule", "SimulationResult", "generate_schedule", "simulate", "simulate_schedule",
-           "execute", "Execution", "Timing", "node_name"]
+           "execute", "Execution", "Timing", "TimingMode", "node_name", "parse_mode", "time_routed"]
 
 
 @dataclass
@@ -72,6 +75,7 @@ class SimulationResult:
         out = {
             "collective": self.collective,
             "algorithm": self.algorithm,
+            "mode": t.mode.value,
             "size_bytes": self.size_bytes,
             "topology": self.topology.describe(),
             "verified": self.verified,
@@ -110,19 +114,40 @@ def node_name(node: Any) -> Any:
     return node if isinstance(node, (int, str)) else "-".join(str(x) for x in node)
 
 
+def parse_mode(mode: TimingMode | str) -> TimingMode:
+    """``step`` or ``event`` → :class:`TimingMode`; anything else raises ConfigError naming the valid ones."""
+    try:
+        return TimingMode(mode)
+    except ValueError:
+        from distcalc.errors import ConfigError
+
+        valid = ", ".join(m.value for m in TimingMode)
+        raise ConfigError(f"unknown simulation mode {mode!r}: valid modes are {valid}") from None
+
+
+def time_routed(schedule: Schedule, topo: Topology, mode: TimingMode | str = TimingMode.STEP) -> Timing:
+    """Time a schedule on ``topo``: synchronous steps (:mod:`.timing`) or chunk-level events (:mod:`.events`)."""
+    if parse_mode(mode) == TimingMode.EVENT:
+        return time_events(schedule, topo)
+    return time_schedule(route_schedule(schedule, topo), topo.gpus)
+
+
 def simulate_schedule(schedule: Schedule, topo: Topology, elements_per_chunk: int = 1, seed: int = 0,
-                      verify: bool = True) -> tuple[Execution, Timing]:
+                      verify: bool = True, mode: TimingMode | str = TimingMode.STEP) -> tuple[Execution, Timing]:
     """Execute (optionally) and time an already generated schedule."""
     execution = execute(schedule, elements_per_chunk, seed) if verify else Execution(True, "not executed")
-    return execution, time_schedule(route_schedule(schedule, topo), topo.gpus)
+    return execution, time_routed(schedule, topo, mode)
 
 
 def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "auto", *, elements_per_chunk: int = 1,
-             seed: int = 0, segments: int | None = None, verify: bool = True) -> SimulationResult:
+             seed: int = 0, segments: int | None = None, verify: bool = True,
+             mode: TimingMode | str = TimingMode.STEP) -> SimulationResult:
     """Generate, execute, verify, route and time one collective; attach the analytic cost of the same
-    algorithm. ``algorithm="auto"`` simulates the algorithm the analytic model picks."""
+    algorithm. ``algorithm="auto"`` simulates the algorithm the analytic model picks. ``mode``: ``step``
+    (synchronous steps) or ``event`` (chunk-level events per link, pipelined schedules overlap)."""
     from distcalc.collective import collective_cost, parse_algorithm, parse_kind
 
+    mode = parse_mode(mode)
     kind = parse_kind(kind)
     choice = parse_algorithm(algorithm)
     analytic = collective_cost(kind, float(size_bytes), topo, "auto" if choice in ("auto", "all") else choice)
@@ -132,15 +157,18 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
     pick = None
     if name == "dim-concurrent" or (name == "direct" and kind.value == "all-to-all"):
         def pick(plans):  # the cyclic base order with the shorter simulated time (the library picks its best)
-            timed = [(time_schedule(route_schedule(to_schedule(kind.value, name, topo, float(size_bytes), plan), topo),
-                                    topo.gpus).time_s, i) for i, plan in enumerate(plans)]
+            timed = [(time_routed(to_schedule(kind.value, name, topo, float(size_bytes), plan), topo, mode).time_s, i)
+                     for i, plan in enumerate(plans)]
             return plans[min(timed)[1]]
     check_before_generation(kind.value, name, topo.gpus, elements_per_chunk if verify else 0)
     try:
         schedule = generate_schedule(kind.value, name, topo, float(size_bytes), segments, pick)
+        # step timing holds a steps × links load matrix; event timing a (node, chunk) table of ready times
+        table = (schedule.steps * len(topo.links()) if mode == TimingMode.STEP
+                 else min(schedule.nodes * schedule.chunks, DENSE_READY_ENTRIES))
         check_schedule(kind.value, name, schedule.nodes, schedule.chunks, int(schedule.src.size),
-                       elements_per_chunk if verify else 0, schedule.steps * len(topo.links()))
-        execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify)
+                       elements_per_chunk if verify else 0, table)
+        execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify, mode)
     except MemoryError:  # the exact size is known only while generating: report it, never a traceback
         raise out_of_memory(kind.value, name, topo.gpus) from None
     return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic)

@@ -23,7 +23,8 @@ from distcalc.errors import ConfigError
 
 #: Resident bytes per schedule row, generated + routed + timed (measured, module docstring).
 BYTES_PER_TRANSFER = 200
-#: Resident bytes per (step, link) entry of the routed link loads (float64 matrix + its bincount).
+#: Resident bytes per (step, link) entry of the routed link loads (float64 matrix + its bincount); the
+#: event-driven timing instead holds a table of data-ready times and their α parts per (node, chunk), also 16 B.
 BYTES_PER_STEP_LINK = 16
 #: float64 copies of the executed buffers alive at once (data, buffers, expected, snapshot, comparison).
 BUFFER_COPIES = 5
@@ -124,7 +125,8 @@ def out_of_memory(kind: str, algorithm: str, gpus: int) -> ConfigError:
 def check_schedule(kind: str, algorithm: str, nodes: int, chunks: int, transfers: int, elements: int,
                    step_links: int = 0) -> None:
     """The exact check once the schedule exists, before it is executed and routed (``step_links``: steps ×
-    directed links of the topology, the size of the link-load matrix)."""
+    directed links of the topology, the size of the link-load matrix; in event mode the entries of the
+    ready-time table)."""
     budget = memory_budget_bytes()
     need = (transfers * BYTES_PER_TRANSFER + float(step_links) * BYTES_PER_STEP_LINK
             + executed_bytes(kind, nodes, chunks, elements))

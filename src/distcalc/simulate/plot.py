@@ -36,7 +36,9 @@ def _title(result) -> str:
     verdict = "verified" if result.verified else "NOT VERIFIED"
     return (f"{result.collective} {result.algorithm} on {shape}{topo.kind.value} ({topo.gpus} GPUs), "
             f"M = {result.size_bytes:.4g} B — {verdict}\nsimulated {result.time_s * 1e6:.4g} µs, "
-            f"analytic {result.analytic.time_s * 1e6:.4g} µs, {result.steps} steps")
+            f"analytic {result.analytic.time_s * 1e6:.4g} µs, {result.steps} steps"
+            + (", event timing (bar: how far the step's last arrival moves the end)"
+               if result.timing.mode.value == "event" else ""))
 
 
 def _link_heatmaps(plt, result):

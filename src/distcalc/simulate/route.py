@@ -106,31 +106,56 @@ def _pair_routes(router: Router, pairs: np.ndarray, nodes: int) -> tuple[np.ndar
             np.array([r[1] for r in routes]))
 
 
-def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
-    """Bytes per (step, link), α per step, and bytes sent per node, fully vectorised over transfers."""
+@dataclass
+class RowRoutes:
+    """The route of every row of a schedule, by distinct (src, dst, tie) pair: row ``r`` takes pair
+    ``pair_of_row[r]``, whose links are ``flat[ptr[p]:ptr[p + 1]]`` (``lengths[p]`` of them) and whose
+    latency is ``pair_latency[p]``."""
+
+    links: list[Link]
+    bandwidth_bytes_per_s: np.ndarray
+    pairs: int
+    pair_of_row: np.ndarray
+    lengths: np.ndarray
+    flat: np.ndarray
+    ptr: np.ndarray
+    pair_latency: np.ndarray
+
+
+def row_routes(schedule: Schedule, topo: Topology) -> RowRoutes:
+    """Route every distinct (src, dst, tie) pair of ``schedule`` once (dense bincount over pair ids < nodes²)."""
     router = Router(topo, schedule.extra_nodes)
-    n_links, steps = len(router.links), schedule.steps
     nodes = schedule.nodes
     bandwidth = np.array([lk.bandwidth_bytes_per_s for lk in router.links], dtype=float)
-    sent = np.bincount(schedule.src, minlength=nodes).astype(float) * schedule.chunk_bytes
-    if steps == 0:
-        return LinkLoads(router.links, np.zeros((0, n_links)), np.zeros(0), bandwidth, sent)
-    # aggregate transfers to (step, pair) first: rows of one pair in one step share a route. Dense
-    # bincounts instead of sorting: pair ids < nodes², (step, pair) keys < steps · distinct pairs.
     tie = schedule.tie if schedule.tie is not None else np.zeros_like(schedule.src)
     pair = (schedule.src.astype(np.int64) * nodes + schedule.dst) * 2 + (tie != 0)
     present = np.bincount(pair, minlength=2 * nodes * nodes) > 0
     pairs = np.flatnonzero(present)
     compact = np.cumsum(present) - 1
-    pair_of_row = compact[pair]
-    key = schedule.step_of_row().astype(np.int64) * pairs.size + pair_of_row
-    per_key = np.bincount(key, minlength=steps * pairs.size)
+    lengths, flat, pair_latency = _pair_routes(router, pairs, nodes) if pairs.size else (
+        np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0))
+    ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    return RowRoutes(router.links, bandwidth, int(pairs.size), compact[pair], lengths, flat, ptr, pair_latency)
+
+
+def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
+    """Bytes per (step, link), α per step, and bytes sent per node, fully vectorised over transfers."""
+    nodes, steps = schedule.nodes, schedule.steps
+    sent = np.bincount(schedule.src, minlength=nodes).astype(float) * schedule.chunk_bytes
+    if steps == 0:
+        router = Router(topo, schedule.extra_nodes)
+        bandwidth = np.array([lk.bandwidth_bytes_per_s for lk in router.links], dtype=float)
+        return LinkLoads(router.links, np.zeros((0, len(router.links))), np.zeros(0), bandwidth, sent)
+    routes = row_routes(schedule, topo)
+    bandwidth, n_links = routes.bandwidth_bytes_per_s, len(routes.links)
+    # aggregate transfers to (step, pair) first: rows of one pair in one step share a route. Dense
+    # bincounts instead of sorting: (step, pair) keys < steps · distinct pairs.
+    key = schedule.step_of_row().astype(np.int64) * routes.pairs + routes.pair_of_row
+    per_key = np.bincount(key, minlength=steps * routes.pairs)
     keys = np.flatnonzero(per_key)
     count = per_key[keys]
-    key_step, key_pair = np.divmod(keys, pairs.size)
-    # routes of the distinct pairs as CSR (pair → links)
-    lengths, flat, pair_latency = _pair_routes(router, pairs, nodes)
-    ptr = np.concatenate([[0], np.cumsum(lengths)])
+    key_step, key_pair = np.divmod(keys, routes.pairs)
+    lengths, flat, pair_latency, ptr = routes.lengths, routes.flat, routes.pair_latency, routes.ptr
     weights = count * schedule.chunk_bytes
     if lengths.size and np.all(lengths == lengths[0]):
         # every route has the same number of links (switch: 2, neighbour rings: 1): add each link position
@@ -151,4 +176,4 @@ def route_schedule(schedule: Schedule, topo: Topology) -> LinkLoads:
                             minlength=steps * n_links).reshape(steps, n_links)
     step_latency = np.zeros(steps)
     np.maximum.at(step_latency, key_step, pair_latency[key_pair])
-    return LinkLoads(router.links, loads, step_latency, bandwidth, sent)
+    return LinkLoads(routes.links, loads, step_latency, bandwidth, sent)

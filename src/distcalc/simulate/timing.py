@@ -10,12 +10,21 @@ instead of to a closed form. Reductions are free (γ = 0, as in the collective l
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 import numpy as np
 
 from distcalc.simulate.route import LinkLoads
 from distcalc.topology import Link
+
+
+class TimingMode(str, enum.Enum):
+    """How a routed schedule is timed: ``step`` (synchronous steps, this module) or ``event`` (chunk-level
+    events per link, :mod:`distcalc.simulate.events`)."""
+
+    STEP = "step"
+    EVENT = "event"
 
 
 @dataclass
@@ -34,6 +43,7 @@ class Timing:
     links: list[Link]
     max_link_bytes: float  # the most bytes any directed link carries in total
     busiest_link: Link | None  # the link busy longest (bytes / bandwidth)
+    mode: TimingMode = TimingMode.STEP
 
 
 def time_schedule(loads: LinkLoads, gpus: int) -> Timing:

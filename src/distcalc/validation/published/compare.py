@@ -72,7 +72,8 @@ def compare(run: PublishedRun) -> RunComparison:
     except NotExpressible as exc:
         return RunComparison(run, None, str(exc), measured_step, step_basis)
     if measured_step is None:
-        return RunComparison(run, inputs, f"no measured step time ({step_basis})", None, step_basis)
+        return RunComparison(run, inputs, f"no measured step time ({step_basis}){_oom_check(run, inputs)}",
+                             None, step_basis)
     report = analyze(inputs.spec, inputs.cluster, inputs.config, inputs.options)
     basis = memory_basis(run)
     predicted_memory = None
@@ -81,6 +82,17 @@ def compare(run: PublishedRun) -> RunComparison:
         predicted_memory = max(stage.peak_bytes(basis) for stage in memory.stages) / GIB
     return RunComparison(run, inputs, "", measured_step, step_basis, report.step_time_s,
                          run.measured_peak_memory_gib, predicted_memory, basis)
+
+
+def _oom_check(run: PublishedRun, inputs: RunInputs) -> str:
+    """For a row that ran out of memory: distcalc's nvidia-smi-basis peak against the device, so the listing
+    says whether the model agrees that it cannot fit ("" for other rows)."""
+    if "OOM" not in run.memory_basis:
+        return ""
+    memory = memory_report(inputs.spec, inputs.config, inputs.cluster.gpu, inputs.memory_options)
+    verdict = "agrees it cannot fit" if memory.fits is False else "disagrees: predicts it fits"
+    return (f"; distcalc peak {memory.total_bytes / GIB:.1f} GiB on the {memory.gpu.memory_bytes / GIB:.0f} GiB "
+            f"device, {verdict}")
 
 
 @lru_cache(maxsize=1)

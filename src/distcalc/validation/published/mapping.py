@@ -57,7 +57,9 @@ Rules, column by column:
   (recipe ``mixed-16bit-grads``), its BF16 optimizer bf16 gradients plus fp32 accumulators
   (``deepspeed-bf16``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager CUDA context;
   a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
-  fragmentation (only the reserved and nvidia-smi bases count it).
+  fragmentation (only the reserved and nvidia-smi bases count it); every run holds the NCCL buffers of the
+  communicators its TP/CP/DP/PP/EP layout needs on its cluster (:mod:`distcalc.memory.nccl_buffers`: channel
+  buffers per communicator, NVLS buffers on NVSwitch-SHARP nodes; only the nvidia-smi basis counts them).
 
 What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
 
@@ -86,6 +88,7 @@ from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, A
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
+from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
 from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
@@ -297,14 +300,25 @@ def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
     return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
 
 
-def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
-    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`)."""
+def megatron_core(run: PublishedRun) -> bool:
+    """Whether the row's stack is built on Megatron-Core's ``parallel_state`` (Megatron-LM's mcore path, NeMo,
+    Megatron-Bridge), whose process groups :mod:`distcalc.memory.nccl_buffers` counts."""
+    framework = run.framework.lower()
+    return any(name in framework for name in ("megatron-core", "nemo", "megatron-bridge"))
+
+
+def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSpec) -> MemoryOptions:
+    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`), with the NCCL buffers
+    of the communicators its parallel layout holds on its cluster (:mod:`distcalc.memory.nccl_buffers`)."""
     bf16_optimizer = deepspeed_bf16_optimizer(run)
+    nccl = nccl_buffer_bytes(config.tp, config.pp, config.dp, config.cp, config.ep, cluster.gpus_per_node,
+                             cluster.intra.name, tied_embeddings=run.tied_embeddings,
+                             megatron_core=megatron_core(run), fp8=config.dtype.low_precision)
     return stack_memory_options(
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -384,7 +398,7 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         config, assumed = parallel_config(run)
         validate_for_model(config, spec)
         options = analyze_options(run, config)
-        memory = memory_options(run, config)
+        memory = memory_options(run, config, cluster)
         if options.fsdp_shard_size:  # from the source's repository, not the row: say so in the case note
             assumed.append(f"HSDP, shard group {options.fsdp_shard_size} (fms-fsdp README: 7b HSDP)")
     except NotExpressible:
