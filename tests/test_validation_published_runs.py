@@ -136,7 +136,9 @@ def test_mixtral_style_moe_detail_reads_experts_and_top_k():
 def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
     """torchtitan (no compile, plain rmsnorm) and the IBM FSDP blog's fms-fsdp runs (before its torch.compile
     follow-up) price RMSNorm/SwiGLU/RoPE as eager ops and attention as SDPA's FlashAttention-2 (flash2); FSDP2 rows copy
-    per parameter, FSDP1 rows do not; Megatron rows keep fused kernels."""
+    per parameter, FSDP1 rows concatenate their flat gradient; Megatron rows keep fused kernels. Both step
+    PyTorch's foreach AdamW; fms-fsdp's 7B runs HSDP within the node (its README's benchmark table), its 70B
+    FULL_SHARD."""
     ibm = run_inputs(RUNS["ibmfsdp_7b_h100_96g"]).options
     titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).options
     megatron = run_inputs(RUNS["nara21_1p7b"]).options
@@ -144,7 +146,12 @@ def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
     assert megatron.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL  # SC21 code: local linears
     assert ibm.attention_kernel is titan.attention_kernel is AttentionKernel.FLASH2
     assert megatron.attention_kernel is AttentionKernel.FUSED
-    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT)
+    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT_PARAMETER)
+    assert (ibm.fsdp_shard_size, titan.fsdp_shard_size) == (8, 0)
+    assert run_inputs(RUNS["ibmfsdp_70b_h100_96g"]).options.fsdp_shard_size == 0
+    assert run_inputs(RUNS["ibmfsdp_7b_a100_128g"]).memory_options.zero_shard_size == 8
+    assert ibm.optimizer_bytes_per_parameter == titan.optimizer_bytes_per_parameter == 96.0
+    assert megatron.optimizer_bytes_per_parameter == 38.0 and megatron.grad_buffer_zero_bytes_per_parameter == 4.0
 
 
 def test_megatron_stacks_without_transformer_engine_run_megatron_local_linears():

@@ -34,12 +34,17 @@ class ElementwiseKernels(str, Enum):
 
 
 class FsdpSharding(str, Enum):
-    """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
-    FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
-    its own (FSDP2 ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and
-    every gradient into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
+    """How ZeRO-3/FSDP lays out a unit's parameters: flat buffers that the parameters and their gradients
+    live in (Megatron-FSDP: the weight-gradient GEMMs accumulate into the bucketed ``main_grad`` buffer;
+    ``flat``, no copies); one flat parameter the parameters are views of, whose gradient autograd
+    concatenates from the views' gradients (PyTorch FSDP1 ``FlatParameter``; DeepSpeed ZeRO-3 copies each
+    gradient into its contiguous reduce bucket likewise; ``flat-parameter``,
+    :func:`distcalc.analyze.fsdp.fsdp_flat_grad_copy_s`); or each parameter sharded on its own (FSDP2
+    ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and every gradient
+    into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
 
     FLAT = "flat"
+    FLAT_PARAMETER = "flat-parameter"
     PER_PARAMETER = "per-parameter"
 
 

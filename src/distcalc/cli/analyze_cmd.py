@@ -209,8 +209,12 @@ def register(app: typer.Typer) -> None:
                                     "native-fused or te-fused (--cross-entropy-loss-fusion with "
                                     "--cross-entropy-fusion-impl native / te)")] = CrossEntropyKernel.UNFUSED,
         fsdp_sharding: Annotated[FsdpSharding, typer.Option(
-            rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
+            rich_help_panel=S, help="ZeRO-3 buffers: flat (Megatron-FSDP), flat-parameter (FSDP1, DeepSpeed: "
+                                    "gradient concatenated into the flat buffer) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
+                                           "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

@@ -47,7 +47,12 @@ Rules, column by column:
   gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
   ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
   reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`FLASH1_STACKS`);
-  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
+  (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
+  7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
+  blog's date, :mod:`distcalc.validation.published.pytorch_stacks`), its larger models FULL_SHARD; the PyTorch-native loops
+  (torchtitan, fms-fsdp) step ``torch.optim.AdamW`` (foreach) after ``clip_grad_norm_`` and free gradients
+  instead of zeroing them (``optimizer_bytes_per_parameter`` 96, ``grad_buffer_zero_bytes_per_parameter`` 0);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
@@ -74,7 +79,8 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, AttentionKernel,
+                                      ContextParallelAlgorithm, ElementwiseKernels)
 from distcalc.compute.loss import CrossEntropyKernel
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
@@ -85,6 +91,7 @@ from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, va
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
+from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
 
 # The system each GPU of the development set comes in (clusters.yaml).
@@ -315,7 +322,7 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl)
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -415,13 +422,19 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
         elementwise_kernels=elementwise_kernels(run),
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
-        # (IBM fms-fsdp) and ZeRO gather into flat buffers
-        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        # (IBM fms-fsdp) gathers into one FlatParameter per unit and concatenates its gradient from the views';
+        # Megatron-FSDP's gradients accumulate in its buffers
+        fsdp_sharding=fsdp_sharding(run),
         attention_kernel=attention_kernel(run),
         grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
         cross_entropy=cross_entropy_kernel(run),
+        # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
+        # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
+        **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,
+                grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
+        fsdp_shard_size=fsdp_shard_size(run),
     )
 
 
@@ -441,6 +454,8 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         validate_for_model(config, spec)
         options = analyze_options(run, config)
         memory = memory_options(run, config, cluster)
+        if options.fsdp_shard_size:  # from the source's repository, not the row: say so in the case note
+            assumed.append(f"HSDP, shard group {options.fsdp_shard_size} (fms-fsdp README: 7b HSDP)")
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
