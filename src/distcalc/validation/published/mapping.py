@@ -33,6 +33,9 @@ Rules, column by column:
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  Megatron-Bridge's performance recipes reduce gradients in bf16 (``grad_reduce_in_fp32`` false): gradient
+  buffer, its zeroing and its DP/FSDP collectives at 2 B per element, 16-bit gradients in the model states
+  (:mod:`distcalc.validation.published.bridge`, which also says what stays off on those rows).
   NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
   ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
   we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
@@ -73,10 +76,11 @@ from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, 
 from distcalc.compute.loss import CrossEntropyKernel
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
-from distcalc.memory import MemoryOptions, stack_memory_options
+from distcalc.memory import MemoryOptions, Recipe, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.bridge import BRIDGE_GRADIENT_BYTES, bridge_bf16_gradients
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
@@ -306,11 +310,14 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
     nccl = nccl_buffer_bytes(config.tp, config.pp, config.dp, config.cp, config.ep, cluster.gpus_per_node,
                              cluster.intra.name, tied_embeddings=run.tied_embeddings,
                              megatron_core=megatron_core(run), fp8=config.dtype.low_precision)
-    return stack_memory_options(
+    options = stack_memory_options(
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
         nccl_buffer_bytes=nccl)
+    if bridge_bf16_gradients(run):  # bf16 gradient buffer (BRIDGE_GRADIENT_BYTES): 2 + 2 + 12 B per parameter
+        options = options.model_copy(update={"recipe": Recipe.MIXED_16BIT_GRADS})
+    return options
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -375,6 +382,11 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
     fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
     reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
+    # Megatron-Bridge's recipes: bf16 gradient buffer, reduced and zeroed each step in bf16 (bridge module)
+    bridge: dict[str, float] = {}
+    if bridge_bf16_gradients(run):
+        reduce_bytes = BRIDGE_GRADIENT_BYTES
+        bridge["grad_buffer_zero_bytes_per_parameter"] = float(BRIDGE_GRADIENT_BYTES)
     bf16_optimizer = deepspeed_bf16_optimizer(run)
     return AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
@@ -398,7 +410,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
-        cross_entropy=cross_entropy_kernel(run),
+        cross_entropy=cross_entropy_kernel(run), **bridge,
     )
 
 
