@@ -32,7 +32,8 @@ def test_bf16_gradients_halve_the_dp_reduce_scatter_on_the_link():
     the parameter all-gather stays 2 B, so the DP time on the link falls by a quarter (2+2 vs 4+2)."""
     inputs = run_inputs(RUNS["mbridge_25.09_h100_llama3_8b_8g_fp8cs_main"])
     bf16 = analyze(inputs.spec, inputs.cluster, inputs.config, inputs.options).time_breakdown["dp_on_link_s"]
-    fp32_options = inputs.options.model_copy(update={"grad_reduce_bytes": 4, "grad_buffer_zero_bytes_per_parameter": 4.0})
+    fp32_options = inputs.options.model_copy(
+        update={"grad_reduce_bytes": 4, "grad_buffer_zero_bytes_per_parameter": 4.0})
     fp32 = analyze(inputs.spec, inputs.cluster, inputs.config, fp32_options).time_breakdown["dp_on_link_s"]
     assert 0.70 < bf16 / fp32 < 0.80
 

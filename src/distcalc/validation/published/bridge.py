@@ -19,23 +19,24 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   128 slots over PP 8 × VPP 8 = 64 chunks, two per chunk, the first chunk holding the embedding and one layer,
   the last one layer and the loss (the mapping's generic rule: ``layers + 2`` divisible by ``pp × vpp``).
 
-What stays off, and why (``mbridge_25.09_gb200_llama3p1_405b_128g_fp8mx_alt``, predicted −24 %): the 25.09
-recipe ran *exactly* the B200 row's configuration on GB200 (``llama31_405b_llm_pretrain.yaml`` perf matrix:
+What stays off, and why (``mbridge_25.09_gb200_llama3p1_405b_128g_fp8mx_alt``, predicted −24 %): the 25.09 recipe
+ran *exactly* the B200 row's configuration on GB200 (``llama31_405b_llm_pretrain.yaml`` perf matrix:
 ``gb200.num_gpus_128.fp8_mx`` = TP 4, PP 8, CP 2, VP 8, no Megatron-FSDP, MBS 1, GBS 64, no CUDA graphs, the same
-userbuffers configuration ``userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192`` in ``utils/helpers.py``, CP
-by ring exchange as Megatron's default ``cp_comm_type``), yet the GB200 run printed 578 tokens/s/GPU against the
-B200's 622 — 7.6 % slower on a part that is faster on every other row of the release (Llama 3 8B: GB200 4.2 / 4.4 s
-against B200 4.4 / 4.5 s). The job's placement makes the GB200 run's communication *cheaper* than the B200's:
+userbuffers configuration ``userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192`` in ``utils/helpers.py``, CP by
+ring exchange as Megatron's default ``cp_comm_type``), yet the GB200 run printed 578 tokens/s/GPU against the B200's
+622 — 7.6 % slower on a part that is faster on the release's other rows both systems ran (Llama 3 8B: GB200 4.2 /
+4.4 s against B200 4.4 / 4.5 s). The job's placement makes the GB200 run's communication *cheaper* than the B200's:
 ``utils/executors.py`` runs 4 tasks per GB200 tray and, beyond one rack, ``sbatch --segment 16`` (32 trays → 2 ×
-16), so each 64-GPU NVLink domain holds pipeline stages 0–3 or 4–7 whole (Megatron's ``tp-cp-ep-dp-pp`` order:
-TP, CP and DP inside one domain, 2 of the 8 pipeline hops on InfiniBand), where the B200 run crosses InfiniBand
-on every pipeline hop and on DP. Pricing that placement moves the row by less than 0.1 point. What the GB200 job
-differs in otherwise — ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`` (``setup_experiment.py``, set for
-this model on GB200 only), the Grace host, ``NCCL_NET_GDR_C2C`` — has no published cost, so nothing is priced
-for it. Half of the gap is the GB200 compute preset (its power-limited rate is B200's × 1200/1000 W, an
-assumption): the published MAMF ratio instead (GB200 1822.0 / B200 1745.0 TFLOPS, ml-engineering's table) leaves
-this row at −17 % and moves the other GB200 rows +9…+12 points (25.11 70B/405B to +14 %), so the row keeps about
-17 points that no published mechanism explains and the preset is left as it is.
+16), so each 64-GPU NVLink domain holds pipeline stages 0–3 or 4–7 whole (Megatron-Core's default rank order
+``tp-cp-ep-dp-pp``: TP, CP and DP inside one domain, 2 of the 8 pipeline hops on InfiniBand), where the B200 run
+crosses InfiniBand on every pipeline hop and on DP. Pricing that placement moves the row by less than 0.1 point.
+What the GB200 job differs in otherwise — ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
+(``setup_experiment.py``, set for this model on GB200 only), the Grace host, ``NCCL_NET_GDR_C2C`` — has no published
+cost, so nothing is priced for it. About a third of the gap is the GB200 compute preset (its power-limited rate is
+B200's × 1200/1000 W, an assumption): the published MAMF ratio instead (GB200 1822.0 / B200 1745.0 TFLOPS,
+ml-engineering's table) leaves this row at −17 % and moves the other GB200 rows +9…+13 points (the 25.11 70B and
+405B rows to +14 %), so the row keeps about 17 points that no published mechanism explains and the preset is left
+as it is.
 """
 
 from __future__ import annotations
