@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from distcalc.analyze import analyze
 from distcalc.memory import Recipe
-from distcalc.validation.published.bridge import BRIDGE_GRADIENT_BYTES, bridge_bf16_gradients
+from distcalc.validation.published.bridge import (BRIDGE_GRADIENT_BYTES, bridge_analyze_updates, bridge_bf16_gradients,
+                                                  bridge_memory_updates)
 from distcalc.validation.published.mapping import run_inputs
 from distcalc.validation.published.rows import published_runs
 
@@ -21,9 +22,12 @@ def test_every_bridge_row_and_only_those_reduce_bf16_gradients():
         assert inputs.options.grad_reduce_bytes == BRIDGE_GRADIENT_BYTES == 2
         assert inputs.options.grad_buffer_zero_bytes_per_parameter == 2.0
         assert inputs.memory_options.recipe is Recipe.MIXED_16BIT_GRADS
-    # Megatron-LM and NeMo 24.07 keep fp32 main_grad buffers reduced in fp32
-    for case in ("nara21_1p7b", next(c for c, r in RUNS.items() if r.source.startswith("NeMo_24.07"))):
-        options = run_inputs(RUNS[case]).options
+    # other rows keep their own rules: NeMo 24.07 (bf16) and SimuMax's Megatron-LM runs reduce fp32 main_grad
+    for run in RUNS.values():
+        if run not in BRIDGE_ROWS:
+            assert bridge_analyze_updates(run) == {} and bridge_memory_updates(run) == {}, run.case_id
+    for source in ("NeMo_24.07", "SimuMax_B200"):
+        options = run_inputs(next(r for r in RUNS.values() if r.source.startswith(source))).options
         assert options.grad_reduce_bytes == 4 and options.grad_buffer_zero_bytes_per_parameter == 4.0
 
 

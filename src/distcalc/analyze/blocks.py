@@ -13,12 +13,14 @@ models are the expensive parts, and a search batch holds few distinct micro-batc
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
+from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.analyze.tp_overlap import userbuffers_exposure
@@ -347,6 +349,18 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
                 zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
                     priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
+    out["zero_group"] = out["dp_group"]  # ranks ZeRO-3 shards the states over (HSDP: the shard group)
+    out["ar_unit"] = out["ar_root"] = np.zeros(shape)
+    out["grad_rs3"] = out["grad_rs"]  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
+    if o.fsdp_shard_size:  # HSDP: ZeRO-3 messages on the shard / replicate groups (distcalc.analyze.hsdp)
+        layer, root = fsdp_unit_parameters(d, c, ones)
+        out.update(hsdp_times(cluster, keys, o.fsdp_shard_size, params, layer, root, o.grad_reduce_bytes,
+                              o.param_gather_bytes, ones, memo))
+        hsdp = {"grad_rs": "grad_rs3", "ag3_f": "ag3_f", "ag3_b": "ag3_b"}
+        where = (f" (HSDP: shard group of {o.fsdp_shard_size}" + {"grad_rs": " + replicate-group AllReduce)"}
+                 .get(name, ")") for name in names)
+        entries = [(replace(msg, note=msg.note + next_where), out[hsdp[name]], algos) if name in hsdp
+                   else (msg, times, algos) for name, next_where, (msg, times, algos) in zip(names, where, entries)]
     out["edp_group"] = np.asarray(edp.size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones

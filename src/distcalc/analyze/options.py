@@ -37,13 +37,28 @@ class ElementwiseKernels(str, Enum):
 
 
 class FsdpSharding(str, Enum):
-    """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
-    FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
-    its own (FSDP2 ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and
-    every gradient into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
+    """How ZeRO-3/FSDP lays out a unit's parameters: flat buffers that the parameters and their gradients
+    live in (Megatron-FSDP: the weight-gradient GEMMs accumulate into the bucketed ``main_grad`` buffer;
+    ``flat``, no copies); one flat parameter the parameters are views of, whose gradient autograd
+    concatenates from the views' gradients (PyTorch FSDP1 ``FlatParameter``; DeepSpeed ZeRO-3 copies each
+    gradient into its contiguous reduce bucket likewise; ``flat-parameter``,
+    :func:`distcalc.analyze.fsdp.fsdp_flat_grad_copy_s`); or each parameter sharded on its own (FSDP2
+    ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and every gradient
+    into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
 
     FLAT = "flat"
+    FLAT_PARAMETER = "flat-parameter"
     PER_PARAMETER = "per-parameter"
+
+
+#: HBM bytes per parameter of one PyTorch ``torch.optim.AdamW`` step in its default ``foreach``
+#: implementation (``_multi_tensor_adamw``, capturable off; PyTorch 2.2-2.4 ``torch/optim/adamw.py``) on fp32
+#: parameters, gradients and states, each ``_foreach_*`` op reading and writing whole tensors: weight decay
+#: ``mul_(p)`` 8, ``lerp_(m, g)`` 12, ``mul_(v)`` 8, ``addcmul_(v, g, g)`` 16, ``sqrt(v)`` 8, ``div_`` 8,
+#: ``add_(eps)`` 8, ``addcdiv_(p, m, denom)`` 16 = 84; plus ``clip_grad_norm_`` (``_foreach_norm`` reads g: 4;
+#: ``_foreach_mul_`` scales g: 8) = 96. Gradients are freed, not zeroed (``zero_grad(set_to_none=True)``, the
+#: default since PyTorch 2.0), so a PyTorch-native stack also has no gradient-buffer zeroing.
+TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER = 96.0
 
 
 class AnalyzeOptions(BaseModel):
@@ -117,9 +132,17 @@ class AnalyzeOptions(BaseModel):
     * ``attention_kernel`` ``fused``: the GPU preset's fused attention (cuDNN / FlashAttention-3 class, what
       TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
       attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
-      :mod:`distcalc.compute.attention`).
-    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
-      (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
+      :mod:`distcalc.compute.attention`); ``flash1`` FlashAttention 1.x, the flash kernel of stacks older than
+      July 2023 (Megatron-LM's ``--use-flash-attn`` at 285068c8), on the GA100 presets.
+    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers (Megatron-FSDP);
+      ``flat-parameter`` (FSDP1, DeepSpeed ZeRO-3) adds the gradient concatenation into the flat parameter's
+      gradient, ``per-parameter`` (FSDP2, torchtitan) its copy-out and copy-in kernels (:class:`FsdpSharding`).
+    * ``fsdp_shard_size`` 0: ZeRO-3/FSDP shards over the whole DP group (FSDP ``FULL_SHARD``). k > 1 describes
+      HSDP — parameters, gradients and optimizer states sharded over groups of k consecutive DP ranks and
+      replicated across the dp/k groups (FSDP1 ``ShardingStrategy.HYBRID_SHARD``: the GPUs of one node; FSDP2
+      ``fully_shard`` on a 2-D (replicate, shard) mesh): per-unit AllGather / ReduceScatter in the shard group,
+      an AllReduce of each gradient shard over the replicate group beside them, and the optimizer step on
+      1/k of the parameters (:mod:`distcalc.analyze.fsdp`). Must divide dp·cp; only ZeRO-3 uses it.
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -161,10 +184,14 @@ class AnalyzeOptions(BaseModel):
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
-    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
-                                        "per-parameter sharding with copy kernels (FSDP2)")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (Megatron-FSDP), "
+                                        "FSDP1 flat parameter (gradient concatenation) or per-parameter sharding "
+                                        "with copy kernels (FSDP2)")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP: ZeRO-3 shard group of this many DP ranks, replicated "
+                                 "across groups (0: FULL_SHARD over the whole DP group)")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
+                                                          "flash1 (FlashAttention 1.x)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

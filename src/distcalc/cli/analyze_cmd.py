@@ -198,15 +198,20 @@ def register(app: typer.Typer) -> None:
                                     "SwiGLU, RoPE) or megatron-local (Megatron-LM local linears: unfused QKV "
                                     "bias add and bias-gradient reductions)")] = ElementwiseKernels.FUSED,
         attention_kernel: Annotated[AttentionKernel, typer.Option(
-            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
-                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default), flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0) or flash1 (FlashAttention 1.x, "
+                                    "pre-July-2023 stacks)")] = AttentionKernel.FUSED,
         cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
             rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
                                     "native-fused or te-fused (--cross-entropy-loss-fusion with "
                                     "--cross-entropy-fusion-impl native / te)")] = CrossEntropyKernel.UNFUSED,
         fsdp_sharding: Annotated[FsdpSharding, typer.Option(
-            rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
+            rich_help_panel=S, help="ZeRO-3 buffers: flat (Megatron-FSDP), flat-parameter (FSDP1, DeepSpeed: "
+                                    "gradient concatenated into the flat buffer) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
+                                           "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

@@ -164,6 +164,9 @@ def register(app: typer.Typer) -> None:
                                                        "ZeRO-1/2: 6)")] = 0.0,
         step_bucket: Annotated[str, typer.Option(rich_help_panel=O, help="gradient bucket the optimizer step "
                                                  "allocates (bytes; DeepSpeed ZeRO-1/2: 1e9)")] = "0",
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=O, help="HSDP: ZeRO-3 states sharded over groups of this many DP ranks, "
+                                           "replicated across them; 0: FULL_SHARD")] = 0,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,

@@ -12,7 +12,12 @@ FA until we've tested it more", added 2024-02-13, removed 2024-08-29). Its rates
 entries of ``presets/compute.yaml`` (H100: Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Fig. 5–6,
 FlashAttention-2 at head dim 128, BF16, 16k tokens: 370 TFLOP/s forward non-causal, 335 causal, 322
 backward; A100: the preset's own numbers, which are FlashAttention-2's). A GPU without a published
-FlashAttention-2 rate refuses ``flash2``.
+FlashAttention-2 rate refuses ``flash2``. ``flash1`` is the first FlashAttention package (Dao et al. 2022;
+``flash_attn`` 1.x, ``flash_attn_unpadded_func``), the only flash kernel of stacks older than FlashAttention-2's
+release (July 2023), e.g. Megatron-LM's ``--use-flash-attn`` at 285068c8 (January 2023). Dao 2023
+(FlashAttention-2, arXiv:2307.08691), abstract: FlashAttention reaches "only 25-40% of the theoretical maximum
+FLOPs/s" on A100 and FlashAttention-2 is "around 2× faster"; the ``flash1`` entries of ``presets/compute.yaml``
+are therefore the GPU's FlashAttention-2 rates halved (A100: 0.325 forward, 0.275 backward, inside that band).
 
 **Dropout.** Attention dropout inside the fused kernel draws its Philox mask in the forward and redraws it in
 the backward; measured forward + backward overheads at p = 0.1 (:data:`CUDNN_SM90_DROPOUT_OVERHEAD` 3.4 %,
@@ -78,6 +83,11 @@ class AttentionKernel(str, Enum):
 
     FUSED = "fused"
     FLASH2 = "flash2"
+    FLASH1 = "flash1"
+
+
+#: the package each non-default kernel is, for messages
+KERNEL_PACKAGE = {AttentionKernel.FLASH2: "FlashAttention-2", AttentionKernel.FLASH1: "FlashAttention-1"}
 
 
 def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> DeviceCompute:
@@ -85,10 +95,11 @@ def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> D
     kernel = AttentionKernel(kernel)
     if kernel is AttentionKernel.FUSED:
         return device
-    entry = compute_preset_entry(device.name).get("flash2")
+    entry = compute_preset_entry(device.name).get(kernel.value)
     if not entry:
-        raise ConfigError(f"attention kernel flash2: no published FlashAttention-2 rate for GPU {device.name!r}; "
-                          f"valid: fused (any GPU), flash2 on {', '.join(flash2_gpus())}")
+        raise ConfigError(f"attention kernel {kernel.value}: no published {KERNEL_PACKAGE[kernel]} rate for GPU "
+                          f"{device.name!r}; valid: fused (any GPU), {kernel.value} on "
+                          f"{', '.join(kernel_gpus(kernel))}")
     rates = dict(flash_forward_efficiency=float(entry["forward_causal_efficiency"]),
                  flash_forward_noncausal_efficiency=float(entry["forward_efficiency"]),
                  flash_backward_efficiency=float(entry["backward_efficiency"]),
@@ -120,16 +131,23 @@ DEFAULT_DROPOUT_OVERHEAD = {
 
 def attention_dropout_overhead(device: DeviceCompute) -> float:
     """Fraction a fused attention kernel with dropout runs slower than without (:data:`DEFAULT_DROPOUT_OVERHEAD`
-    by the device's default kernel; the FlashAttention-2 figure where ``flash2`` was chosen); 0 for a
+    by the device's default kernel; the FlashAttention-2 figure where ``flash2`` or ``flash1``, the same
+    package's in-kernel dropout, was chosen); 0 for a
     device without a measurement (TPU)."""
     if device.flash2_attention:
         return FLASH2_DROPOUT_OVERHEAD
     return DEFAULT_DROPOUT_OVERHEAD.get(device.name, 0.0)
 
 
+def kernel_gpus(kernel: AttentionKernel) -> list[str]:
+    """GPU presets with a published rate for ``kernel`` (``flash1`` / ``flash2``)."""
+    key = AttentionKernel(kernel).value
+    return [name for name in compute_preset_names() if compute_preset_entry(name).get(key)]
+
+
 def flash2_gpus() -> list[str]:
     """GPU presets with a published FlashAttention-2 rate."""
-    return [name for name in compute_preset_names() if compute_preset_entry(name).get("flash2")]
+    return kernel_gpus(AttentionKernel.FLASH2)
 
 
 def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int,

@@ -100,7 +100,8 @@ class DeviceCompute:
     quantize_bytes_per_element: float = 0.0
     #: bytes per activation element (:attr:`distcalc.precision.Precision.activation_bytes`)
     activation_bytes: float = Precision.BF16.activation_bytes
-    #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
+    #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer) and
+    #: the rest of a PyTorch-native model's code (distcalc.compute.pytorch_layer)
     eager_elementwise: bool = False
     #: the framework's linear layers add the QKV bias and reduce bias gradients in kernels of their own
     #: (Megatron-LM local linears; distcalc.compute.layer)

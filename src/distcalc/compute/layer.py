@@ -43,7 +43,9 @@ the activation, which saves ≤ 2 of those 4 bytes there; not credited). Weights
 and cached across micro-batches (not counted); amax reductions are negligible.
 
 PyTorch eager (``device.eager_elementwise``; torchtitan's Llama without ``fused_rmsnorm`` or
-``torch.compile``, IBM fms-fsdp): the elementwise work runs as the composite ops of the model code, each a
+``torch.compile``, IBM fms-fsdp) also runs that model code's separate q/k/v and gate/up linears, autograd's
+gradient adds and the GQA key/value expansion (:mod:`distcalc.compute.pytorch_layer`); its elementwise work
+runs as the composite ops of the model code, each a
 kernel that reads and writes the whole tensor (bytes per element, forward / backward, counted from the code
 and autograd's saved tensors):
 
@@ -95,6 +97,7 @@ from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_FORWARD_BYTES
 from distcalc.compute.mla import qkv_projections
 from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
+from distcalc.compute.pytorch_layer import WGRAD_OUTPUT_BYTES, native_code_times, separate_gate_up, separate_qkv
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Recompute
 
@@ -144,10 +147,13 @@ class LayerTimes:
 
 def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
                   device: DeviceCompute) -> tuple[ArrayLike, ArrayLike, ArrayLike]:
-    """(forward, dgrad, wgrad) seconds of a weight GEMM ``[m×k]·[k×n]``."""
+    """(forward, dgrad, wgrad) seconds of a weight GEMM ``[m×k]·[k×n]``; the weight gradient accumulates into
+    fp32 ``main_grad`` (Megatron) or, in PyTorch-native model code, is written as a new 16-bit tensor
+    (:data:`distcalc.compute.pytorch_layer.WGRAD_OUTPUT_BYTES`)."""
     fwd = gemm_time_s(batch, m, n, k, device)
     dgrad = gemm_time_s(batch, m, k, n, device)
-    wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=WGRAD_ACCUMULATE_BYTES)
+    out = WGRAD_OUTPUT_BYTES if device.eager_elementwise else WGRAD_ACCUMULATE_BYTES
+    wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=out)
     return fwd, dgrad, wgrad
 
 
@@ -229,12 +235,23 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
         moe_f = moe_b = 0.0
 
+    split: dict[int, list[tuple[Any, Any, Any, Any]]] = {}  # fused slots a PyTorch-native model runs as
+    native = device.eager_elementwise and dims.rmsnorm          # separate linears (compute.pytorch_layer)
+    if native:
+        if not dims.kv_lora_rank:
+            split[0] = separate_qkv(dims, tokens, t)
+        if not moe and dims.gated:
+            split[len(projections.gemms) + 1] = separate_gate_up(dims, tokens, t)
     fwd_gemm = dgrad = wgrad = 0.0
     per_gemm: list[tuple[ArrayLike, ArrayLike, ArrayLike]] = []
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
     for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
-        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
-                     else _gemm_fwd_bwd(batch, mm, nn, kk, device))
+        if i in split:
+            parts = [_gemm_fwd_bwd(*part, device) for part in split[i]]
+            f, dg, wg = (sum(part[j] for part in parts) for j in range(3))
+        else:
+            f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
+                         else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         per_gemm.append((f, dg, wg))
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
@@ -266,8 +283,9 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     adds = 1 if dims.parallel_block else 2
     kernels = 1 + norms + adds + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
     bias_f, bias_b = local_bias_times(dims, device, tokens, stream, t, moe)
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f + bias_f
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b + bias_b
+    native_f, native_b = native_code_times(dims, device, tokens, t, not moe) if native else (0.0, 0.0)
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f + bias_f + native_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b + bias_b + native_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el

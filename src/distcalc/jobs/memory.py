@@ -50,6 +50,7 @@ class MemoryRequest(PipelineRequest):
                                "optimizer step allocates (DeepSpeed ZeRO-1/2: 6)")
     step_bucket: str = Field("0", description="gradient bucket the optimizer step allocates (DeepSpeed "
                              "ZeRO-1/2: 1e9 = 5e8 16-bit elements)")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
 
 
 def size_or_zero(text: str) -> int:
@@ -105,7 +106,8 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             allocator_reserve_fraction=request.allocator_reserve,
                             moe_token_factor=request.moe_token_factor,
                             step_buffer_bytes_per_parameter=request.step_buffer,
-                            step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"))
+                            step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
+                           zero_shard_size=request.fsdp_shard_size)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

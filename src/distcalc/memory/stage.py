@@ -84,7 +84,10 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     :func:`stage_lines`."""
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     tp_f, ep_f = f(tp), f(ep)
+    z3 = np.asarray(zero) >= 3
     shard = f(dp) * f(cp)
+    if options.zero_shard_size:  # HSDP: ZeRO-3 states sharded within groups of k ranks, replicated across them
+        shard = np.where(z3, np.minimum(float(options.zero_shard_size), shard), shard)
     expert_shard = shard / ep_f
     has_moe = dims.moe_cumulative[-1] > 0
     act = dict(seq_len=seq_len, micro_batch=micro_batch, tp=tp, cp=cp, sequence_parallel=sequence_parallel)
@@ -96,7 +99,6 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
-    z3 = np.asarray(zero) >= 3
     pp_f, m = f(pp), f(num_micro_batches)
     lm_head = dims.embedding if dims.tied_embeddings else dims.lm_head
     lm_head = np.where(dims.tied_embeddings & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix

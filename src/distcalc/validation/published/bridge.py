@@ -41,6 +41,7 @@ as it is.
 
 from __future__ import annotations
 
+from distcalc.memory import Recipe
 from distcalc.validation.published.rows import PublishedRun
 
 #: Bytes per gradient element of Megatron-Bridge's performance recipes (module docstring: ``grad_reduce_in_fp32``
@@ -52,3 +53,18 @@ def bridge_bf16_gradients(run: PublishedRun) -> bool:
     """Whether the row ran a Megatron-Bridge performance recipe, whose gradients are bf16
     (:data:`BRIDGE_GRADIENT_BYTES`)."""
     return "Megatron-Bridge" in run.framework
+
+
+def bridge_analyze_updates(run: PublishedRun) -> dict[str, float]:
+    """AnalyzeOptions fields a Megatron-Bridge row changes: its bf16 gradient buffer is reduced and zeroed at
+    :data:`BRIDGE_GRADIENT_BYTES` per element (empty for other rows)."""
+    if not bridge_bf16_gradients(run):
+        return {}
+    return {"grad_reduce_bytes": BRIDGE_GRADIENT_BYTES,
+            "grad_buffer_zero_bytes_per_parameter": float(BRIDGE_GRADIENT_BYTES)}
+
+
+def bridge_memory_updates(run: PublishedRun) -> dict[str, Recipe]:
+    """MemoryOptions fields a Megatron-Bridge row changes: 16-bit gradients in the model states (2 + 2 + 12 B per
+    parameter before sharding; empty for other rows)."""
+    return {"recipe": Recipe.MIXED_16BIT_GRADS} if bridge_bf16_gradients(run) else {}

@@ -15,9 +15,11 @@ from functools import lru_cache
 from distcalc.analyze import analyze
 from distcalc.memory import MemoryBasis, memory_report
 from distcalc.units import GIB
-from distcalc.validation.base import CaseSet, SkippedCase, ValidationCase
+from distcalc.validation.base import CaseSet, OpenGap, SkippedCase, ValidationCase
 from distcalc.validation.published.mapping import NotExpressible, RunInputs, run_inputs
+from distcalc.validation.published.gaps import KNOWN, NOT_ANALYSED, TARGETS
 from distcalc.validation.published.rows import PublishedRun, published_runs
+from distcalc.validation.summary import OVERALL, group_summaries
 
 STEP_TOLERANCE = 0.08    # per-row display tolerance: the issue's per-source target (mean |err| <= 8 %)
 MEMORY_TOLERANCE = 0.05  # the peak-memory target (mean |err| <= 5 %)
@@ -135,9 +137,25 @@ def _skipped() -> list[SkippedCase]:
             for c in comparisons() if c.predicted_step_s is None]
 
 
+def _open_gaps() -> list[OpenGap]:
+    """Every source outside the issue's targets (:data:`~distcalc.validation.published.gaps.TARGETS`), with what
+    is known about it."""
+    cases, skipped = _cases(), _skipped()
+    gaps = []
+    for unit, quantity in (("s", "step_time"), ("GiB", "peak_memory")):
+        mean_target, signed_target = TARGETS[quantity]
+        for s in group_summaries(cases, skipped, unit):
+            if s.group == OVERALL or not s.runnable:
+                continue
+            if s.mean_abs_error > mean_target or abs(s.signed_mean_error) > signed_target:
+                gaps.append(OpenGap(s.group, quantity, s.mean_abs_error, s.signed_mean_error,
+                                    KNOWN.get((s.group, quantity), NOT_ANALYSED)))
+    return gaps
+
+
 CASE_SETS = (
     CaseSet("published-runs",
             "198 published measured training runs from 13 sources (development set): step time and peak memory",
             "data/validation/published_runs/README.md (every row cites its paper, table or repository)",
-            _cases, skipped=_skipped),
+            _cases, skipped=_skipped, open_gaps=_open_gaps),
 )

@@ -44,8 +44,18 @@ Rules, column by column:
   ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE); the Zero Bubble fork (``framework``
   "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
   for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
-  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`);
-  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`); so do all Megatron-LM stacks
+  without TransformerEngine (:func:`legacy_megatron`; SC21 code: ``F.linear`` on PyTorch 1.8 adds a 3-D input's
+  bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
+  gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
+  ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
+  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`FLASH1_STACKS`);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
+  (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
+  7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
+  blog's date, :mod:`distcalc.validation.published.pytorch_stacks`), its larger models FULL_SHARD; the PyTorch-native loops
+  (torchtitan, fms-fsdp) step ``torch.optim.AdamW`` (foreach) after ``clip_grad_norm_`` and free gradients
+  instead of zeroing them (``optimizer_bytes_per_parameter`` 96, ``grad_buffer_zero_bytes_per_parameter`` 0);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
@@ -72,18 +82,20 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, AttentionKernel,
+                                      ContextParallelAlgorithm, ElementwiseKernels)
 from distcalc.compute.loss import CrossEntropyKernel
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
-from distcalc.memory import MemoryOptions, Recipe, stack_memory_options
+from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
-from distcalc.validation.published.bridge import BRIDGE_GRADIENT_BYTES, bridge_bf16_gradients
+from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
+from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
 
 # The system each GPU of the development set comes in (clusters.yaml).
@@ -310,35 +322,50 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
     nccl = nccl_buffer_bytes(config.tp, config.pp, config.dp, config.cp, config.ep, cluster.gpus_per_node,
                              cluster.intra.name, tied_embeddings=run.tied_embeddings,
                              megatron_core=megatron_core(run), fp8=config.dtype.low_precision)
-    options = stack_memory_options(
+    return stack_memory_options(
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl)
-    if bridge_bf16_gradients(run):  # bf16 gradient buffer (BRIDGE_GRADIENT_BYTES): 2 + 2 + 12 B per parameter
-        options = options.model_copy(update={"recipe": Recipe.MIXED_16BIT_GRADS})
-    return options
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+    ).model_copy(update=bridge_memory_updates(run))
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
 NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
 
 
+#: framework phrases of Megatron stacks that run TransformerEngine / Megatron-Core layers, not the local linears
+TRANSFORMER_ENGINE_STACKS = ("TransformerEngine", "megatron-core", "mcore", "Megatron-Core", "NeMo")
+#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x (``flash_attn_unpadded_func``): Megatron-LM 285068c8
+#: (2023-01-11, "Merge branch 'tridao-flashattn'"); FlashAttention-2 was released in July 2023
+FLASH1_STACKS = ("Megatron-LM @285068c8",)
+
+
+def legacy_megatron(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron-LM's own (pre-TransformerEngine) layers: a Megatron-LM framework that names
+    neither TransformerEngine nor Megatron-Core (``--transformer-impl local`` was the default until 2023)."""
+    return "Megatron-LM" in run.framework and not any(p in run.framework for p in TRANSFORMER_ENGINE_STACKS)
+
+
 def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
-    and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
+    and fms-fsdp, Megatron-LM local linears for Megatron-LM without TransformerEngine (the Zero Bubble fork,
+    Narayanan 2021, MegaScale's baseline) and Megatron-DeepSpeed (BLOOM), else fused."""
     if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
         return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework:
+    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or legacy_megatron(run):
         return ElementwiseKernels.MEGATRON_LOCAL
     return ElementwiseKernels.FUSED
 
 
 def attention_kernel(run: PublishedRun) -> AttentionKernel:
     """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
-    flash backend ("SDPA flash": FlashAttention-2 kernels), else fused."""
+    flash backend ("SDPA flash": FlashAttention-2 kernels), FlashAttention 1.x on :data:`FLASH1_STACKS`, else
+    fused."""
     if "SDPA flash" in run.config_details:
         return AttentionKernel.FLASH2
+    if any(stack in run.framework for stack in FLASH1_STACKS):
+        return AttentionKernel.FLASH1
     match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
     if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
         return AttentionKernel.FLASH2
@@ -381,14 +408,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16);
     # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
     fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
-    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
-    # Megatron-Bridge's recipes: bf16 gradient buffer, reduced and zeroed each step in bf16 (bridge module)
-    bridge: dict[str, float] = {}
-    if bridge_bf16_gradients(run):
-        reduce_bytes = BRIDGE_GRADIENT_BYTES
-        bridge["grad_buffer_zero_bytes_per_parameter"] = float(BRIDGE_GRADIENT_BYTES)
+    fp16_grads = run.precision == "fp16" and legacy_megatron(run)  # local/PyTorch DDP in the param dtype
+    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) or fp16_grads else 4
     bf16_optimizer = deepspeed_bf16_optimizer(run)
-    return AnalyzeOptions(
+    options = AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
@@ -404,14 +427,21 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
         elementwise_kernels=elementwise_kernels(run),
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
-        # (IBM fms-fsdp) and ZeRO gather into flat buffers
-        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        # (IBM fms-fsdp) gathers into one FlatParameter per unit and concatenates its gradient from the views';
+        # Megatron-FSDP's gradients accumulate in its buffers
+        fsdp_sharding=fsdp_sharding(run),
         attention_kernel=attention_kernel(run),
         grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
-        cross_entropy=cross_entropy_kernel(run), **bridge,
+        cross_entropy=cross_entropy_kernel(run),
+        # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
+        # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
+        **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,
+                grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
+        fsdp_shard_size=fsdp_shard_size(run),
     )
+    return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 
 # Columns a row must state for distcalc to describe it.
@@ -430,6 +460,8 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         validate_for_model(config, spec)
         options = analyze_options(run, config)
         memory = memory_options(run, config, cluster)
+        if options.fsdp_shard_size:  # from the source's repository, not the row: say so in the case note
+            assumed.append(f"HSDP, shard group {options.fsdp_shard_size} (fms-fsdp README: 7b HSDP)")
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line
