@@ -33,6 +33,9 @@ Rules, column by column:
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  Megatron-Bridge's performance recipes reduce gradients in bf16 (``grad_reduce_in_fp32`` false): gradient
+  buffer, its zeroing and its DP/FSDP collectives at 2 B per element, 16-bit gradients in the model states
+  (:mod:`distcalc.validation.published.bridge`, which also says what stays off on those rows).
   NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
   ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
   we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
@@ -88,6 +91,7 @@ from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
@@ -322,7 +326,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+    ).model_copy(update=bridge_memory_updates(run))
 
 
 # NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
@@ -406,7 +411,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     fp16_grads = run.precision == "fp16" and legacy_megatron(run)  # local/PyTorch DDP in the param dtype
     reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) or fp16_grads else 4
     bf16_optimizer = deepspeed_bf16_optimizer(run)
-    return AnalyzeOptions(
+    options = AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
@@ -436,6 +441,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
                 grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
         fsdp_shard_size=fsdp_shard_size(run),
     )
+    return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 
 # Columns a row must state for distcalc to describe it.
