@@ -2,53 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
-from distcalc.compute.attention import AttentionKernel
-from distcalc.compute.loss import CrossEntropyKernel
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                               FsdpSharding)
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
-
-
-class ContextParallelAlgorithm(str, Enum):
-    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
-    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
-
-    RING = "ring"
-    ULYSSES = "ulysses"
-    ALL_GATHER = "all-gather"
-
-
-class ElementwiseKernels(str, Enum):
-    """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
-    activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without
-    ``fused_rmsnorm`` or ``torch.compile``, IBM fms-fsdp) runs them as the composite ops of its code
-    (``eager``; :mod:`distcalc.compute.layer`). Megatron-LM's own (non-TransformerEngine) linear layers
-    (``--transformer-impl local``, the legacy ``megatron/model`` GPT) fuse the same kernels but add the
-    QKV projection's bias in a kernel of its own and reduce each biased linear's bias gradient in one
-    (``megatron-local``; :mod:`distcalc.compute.layer`)."""
-
-    FUSED = "fused"
-    EAGER = "eager"
-    MEGATRON_LOCAL = "megatron-local"
-
-
-class FsdpSharding(str, Enum):
-    """How ZeRO-3/FSDP lays out a unit's parameters: flat buffers that the parameters and their gradients
-    live in (Megatron-FSDP: the weight-gradient GEMMs accumulate into the bucketed ``main_grad`` buffer;
-    ``flat``, no copies); one flat parameter the parameters are views of, whose gradient autograd
-    concatenates from the views' gradients (PyTorch FSDP1 ``FlatParameter``; DeepSpeed ZeRO-3 copies each
-    gradient into its contiguous reduce bucket likewise; ``flat-parameter``,
-    :func:`distcalc.analyze.fsdp.fsdp_flat_grad_copy_s`); or each parameter sharded on its own (FSDP2
-    ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and every gradient
-    into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
-
-    FLAT = "flat"
-    FLAT_PARAMETER = "flat-parameter"
-    PER_PARAMETER = "per-parameter"
 
 
 #: HBM bytes per parameter of one PyTorch ``torch.optim.AdamW`` step in its default ``foreach``

@@ -75,7 +75,7 @@ class Calibration(BaseModel):
 
 def calibrate(paths: list[str | Path]) -> Calibration:
     """Fit every result file in ``paths`` (collective sweeps and/or GEMM sweeps) into one calibration."""
-    from distcalc.bench.results import load_result_file
+    from distcalc.measurements import load_result_file
 
     from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, is_nccl_tests_output, parse_nccl_tests
 

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from distcalc.analyze import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
-                              FsdpSharding, StepReport)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
@@ -17,12 +15,17 @@ from distcalc.cli.common import (
 )
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
-from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                               FsdpSharding)
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
+
+if TYPE_CHECKING:  # the cost model is imported when the command runs, not to build its options (--help)
+    from distcalc.analyze import StepReport
+
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)", "recompute_s": "recomputation",
     "tp_exposed_s": "TP collectives (exposed)", "cp_exposed_s": "CP exchange (exposed)",
@@ -230,6 +233,8 @@ def register(app: typer.Typer) -> None:
 
         With no option at all it runs the built-in example (Llama 3 70B on 64 H100, TP 8, PP 4 × 5 chunks).
         """
+        from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
+
         values, origins = request_values(ctx, config)
         request = AnalyzeRequest(**{k: v for k, v in values.items() if k in AnalyzeRequest.model_fields})
         r = request

@@ -26,7 +26,7 @@ def calibrate_command(
     cluster: Annotated[Optional[str], typer.Option(help="with --plot: add NCCL's model on this cluster preset")] = None,
 ) -> None:
     """Fit α and B per collective and tier (and the GEMM efficiency curve) to bench results."""
-    from distcalc.bench.results import load_result_file
+    from distcalc.measurements import load_result_file
     from distcalc.calibration import calibrate, save_calibration
     from distcalc.calibration.collectives import group_rows, holdout_check
     from distcalc.calibration.nccl_tests import is_nccl_tests_output

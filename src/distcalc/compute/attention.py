@@ -56,13 +56,13 @@ pairs — the same ``s²/2cp`` as the ring, without the merges (each kernel sees
 from __future__ import annotations
 
 from dataclasses import replace
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from distcalc.compute.device import DeviceCompute, compute_preset_entry, compute_preset_names, elementwise_time_s
 from distcalc.errors import ConfigError
+from distcalc.software import AttentionKernel
 
 ArrayLike = Any
 
@@ -76,14 +76,6 @@ RING_MERGE_KERNELS = (3, 4)
 #: how a rank's causal attention splits into kernels under context parallelism (``layer_times(cp_split=…)``):
 #: one causal kernel (no CP, Ulysses), the ring's steps, or all-gather's two prefix kernels
 CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER = 0, 1, 2
-
-
-class AttentionKernel(str, Enum):
-    """Which fused-attention implementation the framework runs (module docstring)."""
-
-    FUSED = "fused"
-    FLASH2 = "flash2"
-    FLASH1 = "flash1"
 
 
 #: the package each non-default kernel is, for messages

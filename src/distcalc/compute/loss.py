@@ -28,22 +28,14 @@ rate ``B_HBM·η_mem``. Measured on B200 only (SimuMax's DGX B200 system file), 
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from distcalc.compute.device import DeviceCompute
+from distcalc.software import CrossEntropyKernel
 
 ArrayLike = Any
-
-
-class CrossEntropyKernel(str, Enum):
-    """Which cross-entropy implementation computes the loss (module docstring)."""
-
-    UNFUSED = "unfused"
-    NATIVE_FUSED = "native-fused"
-    TE_FUSED = "te-fused"
 
 
 #: bytes per logit (forward, backward) and logits-sized kernels (forward, backward) of each implementation

@@ -14,7 +14,8 @@ from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
-from distcalc.jobs.base import PipelineRequest, parse_option, request_to_yaml
+from distcalc.jobs.base import PipelineRequest, request_to_yaml
+from distcalc.jobs.messages import parse_option
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_rate, parse_time

@@ -8,7 +8,8 @@ from typing import Any, Optional
 from pydantic import Field
 
 from distcalc.hardware_choice import Hardware, resolve_hardware
-from distcalc.jobs.base import PipelineRequest, parse_option
+from distcalc.jobs.base import PipelineRequest
+from distcalc.jobs.messages import parse_option
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
