@@ -13,7 +13,9 @@ trees), the simulator runs the schedule on random data and must verify the colle
 Event-driven timing (``mode="event"``, issue 18: chunk transfers as events per link, no step barrier) of the
 same schedules: every exact case stays exact; the pipelined chains whose step timing pays the slowest hop on
 every step (two hop classes) become exact, since the formula is the flow-shop makespan the events produce;
-in-network reduction equals its finite-k form. What is left (:func:`event_classify`) is checked as measured.
+in-network reduction and the two-GPU double binary tree equal their finite-k form; All-to-All on mesh lines
+and meshes of equal dimensions is exact (distance-staged phases reach T09's bisection load). What is left
+(:func:`event_classify`) is checked as measured.
 """
 
 from __future__ import annotations
@@ -92,7 +94,11 @@ def _own_data_bytes(schedule) -> float:
 
 
 def _forwarded_alltoall_bytes(topo) -> float:
-    """Store-and-forward All-to-All: GPU i injects Σ_j hops(i, j) blocks of M/N (own and forwarded)."""
+    """Store-and-forward All-to-All: GPU i injects Σ_j hops(i, j) blocks of M/N (own and forwarded). On a
+    mesh the blocks cross each line in one cut-through transfer (distance-staged phases), so a GPU injects
+    (n_i − 1)/n_i of the data it holds in every phase: Σ_i (n_i − 1)/n_i·M."""
+    if topo.kind == TopologyKind.MESH:
+        return sum((d - 1) / d for d in topo.dims if d > 1) * M
     n = topo.gpus
     return max(sum(topo.hop_distance(i, j) for j in range(n) if j != i) for i in range(n)) * M / n
 
@@ -107,8 +113,6 @@ def classify(topo, kind: str, algorithm: str) -> str:
     grid = topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) and len(dims) > 1
     if grid and len(set(dims)) > 1 and (algorithm == "dim-concurrent" or kind == "all-to-all"):
         return "approx"  # phase-max formulas on unequal dimensions (T04/T12/T08, T05/T13)
-    if topo.kind == TopologyKind.MESH and kind == "all-to-all" and topo.gpus > 2:
-        return "approx"  # T09 bisection bound; the store-and-forward line schedule does not reach it
     two_level = topo.kind == TopologyKind.HIERARCHICAL and topo.nodes > 1 and (topo.gpus_per_node or 1) > 1
     if two_level and algorithm in ("rail-ring", "pipelined-chain"):
         return "approx"  # step-synchronous α2 on every step; two hop classes in one pipeline
@@ -123,7 +127,7 @@ def event_classify(topo, kind: str, algorithm: str) -> str:
     envelope of the k-segment schedules, which no k reaches; the schedule's own finite form is pinned from
     both sides: exactly k + 2D − 1 α-steps, at most 2M/(kB) on the busiest link per step), or an open
     disagreement (REFERENCES.md, Simulator, "event-driven mode"): 'ideal' (the formula is the k → ∞ ideal
-    of chain + DBT, the T09 bisection bound, or the T05/T13 phase-max of All-to-All on
+    of chain + DBT, or the T05/T09/T13 phase-max of All-to-All on
     unequal dimensions: simulated ≥ analytic), 'rail' (α2 on every step against NCCL's count of inter-node
     steps, bandwidth exact), 'phase-max' (dimension-concurrent on unequal dimensions: within 3 % of the
     phase-max formula, on either side)."""
