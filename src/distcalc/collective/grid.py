@@ -90,6 +90,43 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
     return simple(steps, a, coefficient * m, sent * m)
 
 
+def concurrent_reduce_scatter_overlapped(dims: Sequence[int], m: float, b: float, a: float, wrap: bool,
+                                         allgather: bool = False) -> Terms:
+    """T04/T12/T08-RS without phase barriers: the same k parts in rotated dimension orders, each part going
+    on to its next dimension as soon as it is done with the previous one. The links of dimension d then
+    serve the k parts one after another, and the busiest dimension sets the time:
+
+        T = min over cyclic orders of max_d Σ_p [s_d·α + (n_d−1)/n_d·D_{p,d}/B_d^eff]
+
+    (D_{p,d}: part p's data when it reaches dimension d). Never above the phase-synchronous T04 (a max of
+    sums ≤ the sum of the per-phase maxima); equal to it when all dimensions are equal. The library's T04
+    keeps the phase-synchronous value that docs/spec/collectives.md pins (§7 caveat); the event-driven
+    simulation of the schedule (no step barrier) reproduces this form exactly on every unequal grid of the
+    agreement test. ``steps`` counts the α's of the busiest dimension. Source: [D]; busy-link argument as
+    for the flow shop (Conway, Maxwell & Miller, *Theory of Scheduling*, 1967)."""
+    k = len(dims)
+    best = None
+    for order in _axis_orders(dims):
+        busy = [[0, 0.0] for _ in range(k)]  # per dimension position: α-steps, bandwidth coefficient
+        sent, data = 0.0, [1.0 / k] * k
+        for phase in range(k):
+            for part in range(k):
+                slot = (part + phase) % k
+                n = order[slot]
+                busy[slot][0] += _phase_steps(n, wrap)
+                busy[slot][1] += (n - 1) / n * data[part] / _phase_bandwidth(n, wrap, b)
+                sent += _sent_fraction(n, wrap, allgather) * data[part]
+                data[part] /= n
+        steps, coefficient = max(busy, key=lambda sb: sb[0] * a + sb[1] * m)  # which dimension is busiest
+        key = steps * a + coefficient * m  # depends on M (α- or bandwidth-bound): scalar M only
+        if best is None or key < best[0] * (1 - 1e-15):
+            best = (key, steps, coefficient, sent)
+    if best is None:
+        return simple(0, a, 0.0, 0.0)
+    _, steps, coefficient, sent = best
+    return simple(steps, a, coefficient * m, sent * m)
+
+
 def grid_alltoall(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool) -> Terms:
     """T05/T13 (torus) and T09 (mesh): dimension-ordered shortest-path AllToAll, all messages concurrent:
     α·Σ hops_i + max_i L_i·M/B; torus hops_i = ⌊n_i/2⌋, L_i = (n_i² − [n_i odd])/(8n_i) (1/2 for n_i = 2);
