@@ -104,6 +104,15 @@ def _forwarded_alltoall_bytes(topo) -> float:
     return max(sum(topo.hop_distance(i, j) for j in range(n) if j != i) for i in range(n)) * M / n
 
 
+def _dtree_depth(n: int) -> int:
+    """Depth of the deeper of NCCL's two trees over n ranks (one tree of depth n − 1 for n ≤ 2)."""
+    from distcalc.simulate.tree import _depths, nccl_dtree_parents
+
+    if n <= 2:
+        return n - 1
+    return max(int(_depths(parent).max()) for parent in nccl_dtree_parents(n))
+
+
 def classify(topo, kind: str, algorithm: str) -> str:
     """'exact', 'approx' (simulated ≥ analytic, documented), or 'model' (NCCL's fitted model)."""
     dims = topo.dims
@@ -124,11 +133,11 @@ def classify(topo, kind: str, algorithm: str) -> str:
 
 def event_classify(topo, kind: str, algorithm: str) -> str:
     """Event-driven timing: 'exact', 'model', 'finite-k' (in-network, and the two-GPU double binary tree, a
-    two-stage pipeline too: (k+1)(α + M/(kB))), 'envelope' (double binary tree on N ≥ 3: F18 is the lower
-    envelope of the k-segment schedules, which no k reaches; the schedule's own finite form is pinned from
-    both sides: exactly k + 2D − 1 α-steps, at most 2M/(kB) on the busiest link per step), or an open
-    disagreement (REFERENCES.md, Simulator, "event-driven mode"): 'ideal' (the formula is the k → ∞ ideal
-    of chain + DBT, or the T05/T09/T13 phase-max of All-to-All on
+    two-stage pipeline too: (k+1)(α + M/(kB))), 'envelope' (double binary tree on N ≥ 3 and chain + DBT:
+    F18/H03 price the bandwidth at k → ∞ and the α of a single pass, which no k-segment schedule reaches at
+    this M; the schedule's own finite form is pinned: its steps and α term exactly, and for the double
+    binary tree at most 2M/(kB) on the busiest link per step), or an open disagreement (REFERENCES.md,
+    Simulator, "event-driven mode"): 'ideal' (the T05/T09/T13 phase-max of All-to-All on
     unequal dimensions: simulated ≥ analytic), 'rail' (α2 on every step against NCCL's count of inter-node
     steps, bandwidth exact), 'overlapped' (dimension-concurrent on unequal dimensions: exactly the
     barrier-free form :func:`~distcalc.collective.grid.concurrent_reduce_scatter_overlapped`, at or below the
@@ -138,10 +147,10 @@ def event_classify(topo, kind: str, algorithm: str) -> str:
         return category
     if algorithm == "in-network" or (algorithm == "double-binary-tree" and topo.gpus == 2):
         return "finite-k"
-    if algorithm == "double-binary-tree" and topo.gpus >= 3:
+    if algorithm == "double-binary-tree" and topo.gpus >= 3 or algorithm == "chain-dbt":
         return "envelope"
-    if algorithm in ("double-binary-tree", "chain-dbt"):
-        return "ideal"
+    if algorithm == "double-binary-tree":
+        return "ideal"  # one GPU: nothing to do
     if algorithm == "rail-ring":
         return "rail"
     if algorithm == "pipelined-chain":
@@ -209,11 +218,21 @@ def test_event_driven_cost_agrees_with_analytic(spec, kind, algorithm):
     elif category == "finite-k":
         k = result.schedule.notes["segments"]
         assert result.time_s == pytest.approx((k + 1) * (ALPHA + M / (k * BW)), rel=REL)
-    elif category == "envelope":  # F18 ≤ T ≤ steps·(α + 2M/(kB)); α exactly one per step, steps = k + 2D − 1
+    elif category == "envelope" and algorithm == "double-binary-tree":
+        # F18 ≤ T ≤ steps·(α + 2M/(kB)); one α per step, steps = k + 2D − 1 (D: the deeper tree)
         k = result.schedule.notes["segments"]
+        assert result.steps == k + 2 * _dtree_depth(topo.gpus) - 1
         assert result.time_s >= analytic.time_s * (1 - REL)
         assert result.timing.latency_term_s == pytest.approx(result.steps * ALPHA, rel=REL)
         assert result.time_s <= result.steps * (ALPHA + 2 * M / (k * BW)) * (1 + REL)
+    elif category == "envelope":  # chain + DBT: one tree per channel, g − 1 chain hops above D node-tree hops
+        k, g, nodes = result.schedule.notes["segments"], topo.gpus_per_node, topo.nodes
+        inter_steps = k + 2 * _dtree_depth(nodes) - 1 if nodes > 1 else 0
+        assert result.steps == k + 2 * (g - 1 + _dtree_depth(nodes)) - 1
+        alpha1, alpha2 = HIER["latency_s"], HIER["inter_latency_s"]
+        assert result.timing.latency_term_s == pytest.approx(
+            inter_steps * alpha2 + (result.steps - inter_steps) * alpha1, rel=REL)
+        assert result.time_s >= analytic.time_s * (1 - REL)
     elif category == "ideal":
         assert result.time_s >= analytic.time_s * (1 - REL)
     elif category == "rail":
