@@ -15,7 +15,7 @@ Read from DeepSpeed v0.16.5 (commit 38327e0, 2025-02-21): ``deepspeed/runtime/ze
   are used again within ``stage3_max_reuse_distance`` elements of the trace (``__params_to_release``: it
   walks the trace from the next submodule, adding each submodule's elements, and keeps every parameter met
   before the running sum reaches the distance);
-* parameters smaller than ``stage3_param_persistence_threshold`` elements are never partitioned (``ds_persist``):
+* parameters of at most ``stage3_param_persistence_threshold`` elements are never partitioned (``ds_persist``):
   norms and biases stay whole on every rank and are never gathered;
 * gradients go into an "IPG" bucket of ``reduce_bucket_size`` elements, reduce-scattered when the next gradient
   would overflow it (``reduce_independent_p_g_buckets_and_remove_grads``) and at the end of backward
@@ -88,8 +88,9 @@ def block_vectors(dims: Any, tp: ArrayLike) -> list[tuple[ArrayLike, float]]:
 
 def block_persistent_elements(dims: Any, tp: ArrayLike, threshold: int) -> ArrayLike:
     """Elements of one block that ``stage3_param_persistence_threshold`` keeps whole (never gathered): each
-    one-dimensional parameter (:func:`block_vectors`) with fewer elements than ``threshold``."""
-    return sum(np.where(numel < threshold, numel * count, 0.0) for numel, count in block_vectors(dims, tp))
+    one-dimensional parameter (:func:`block_vectors`) of at most ``threshold`` elements
+    (``parameter_offload.py`` ``mark_persistent_parameters``: ``param.ds_numel <= param_threshold``)."""
+    return sum(np.where(numel <= threshold, numel * count, 0.0) for numel, count in block_vectors(dims, tp))
 
 
 def fetches_per_block(dims: Any, ep: ArrayLike) -> ArrayLike:
@@ -161,7 +162,7 @@ def stage_buffer_bytes(dims: Any, cfg: DeepSpeedZero3, layers: ArrayLike, layer_
     n = np.maximum(np.asarray(layers, dtype=float), 1e-9)
     persistent_block = block_persistent_elements(dims, tp, cfg.param_persistence_threshold_elements)
     unit = np.maximum(np.asarray(layer_params, dtype=float) / n - persistent_block, 0.0)
-    final_norm = dims.final_norm if dims.final_norm < cfg.param_persistence_threshold_elements else 0.0
+    final_norm = dims.final_norm if dims.final_norm <= cfg.param_persistence_threshold_elements else 0.0
     tail = np.asarray(head_params, dtype=float) - final_norm
     gathered = n * unit + embedding_params + tail
     kept = kept_block_elements(n, unit, tail + final_norm, cfg.max_reuse_distance_elements)

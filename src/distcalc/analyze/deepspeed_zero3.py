@@ -103,7 +103,7 @@ def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: 
     persistent = block_persistent_elements(d, tp, cfg.param_persistence_threshold_elements) * ones
     block = np.maximum(block_params - persistent, 0.0)  # gathered elements of one block
     embed = d.embedding_parameters / tp * ones
-    final_norm = d.final_norm if d.final_norm < cfg.param_persistence_threshold_elements else 0.0
+    final_norm = d.final_norm if d.final_norm <= cfg.param_persistence_threshold_elements else 0.0
     head = ((0.0 if d.tied_embeddings else d.lm_head_parameters) / tp + d.final_norm - final_norm) * ones
     fetches = fetches_per_block(d, c["ep"]) * ones
     total_grads = units * block_params + embed + head + final_norm

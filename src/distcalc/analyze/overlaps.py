@@ -139,7 +139,7 @@ def _deepspeed(options: AnalyzeOptions, exposed: float, slow: str, unit: FsdpUni
               + ("behind the blocks' backward (overlap_comm)" if ds.overlap_comm
                  else "gathers behind the backward, ReduceScatters on the compute stream (overlap_comm off)"))
     reason = (f"{kept} and the output layer stay gathered from forward to backward (reuse within "
-              f"stage3_max_reuse_distance); parameters under {ds.param_persistence_threshold_elements:.3g} elements "
+              f"stage3_max_reuse_distance); parameters of at most {ds.param_persistence_threshold_elements:.3g} elements "
               "are never gathered; the embedding's gather, the first prefetch and the last gradient bucket are "
               f"exposed, and a block's excess where its collectives outlast its compute; {slow}; gradients copied "
               + ("into the contiguous bucket and " if ds.contiguous_gradients else "")
