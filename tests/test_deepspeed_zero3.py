@@ -145,6 +145,11 @@ def test_analyze_reuse_distance_and_overlaps_line():
     line = next(o for o in default.overlaps if o["dim"] == "dp")
     assert "DeepSpeed ZeRO-3" in line["collectives"] and "stage3_max_reuse_distance=1e+09" in line["collectives"]
     assert "1.82 blocks" in line["reason"]
+    # the backward AllGather carries only what the forward released: all but 368 923 904 block elements and
+    # the output layer's 131 072 000 (the norms are in the whole-model message but never gathered)
+    size = {m["phase"]: m["size_bytes"] for m in default.communication if m["note"].startswith("ZeRO-3 parameter")}
+    gathered = 32 * BLOCK + 2 * HEAD
+    assert size["backward"] == pytest.approx(size["forward"] * (gathered - (5e8 - HEAD - 4096) - HEAD) / gathered)
     fsdp = analyze(spec, "dgx-h100", CONFIG, AnalyzeOptions(grad_reduce_bytes=2))
     assert "DeepSpeed" not in next(o for o in fsdp.overlaps if o["dim"] == "dp")["collectives"]
 

@@ -369,6 +369,11 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     if o.deepspeed_zero3 is not None:  # DeepSpeed's own ZeRO-3 (distcalc.analyze.deepspeed_zero3)
         out.update(deepspeed_times(cluster, keys, d, c, o.deepspeed_zero3, out["fsdp_unit_params"],
                                    o.param_gather_bytes, o.grad_reduce_bytes, ones, memo))
+        frac = out["ds_regathered"]  # backward gathers again only what the forward released
+        out["ag3_b"] = out["ag3_b"] * frac
+        entries = [(replace(msg, size_bytes=msg.size_bytes * frac, note=msg.note + " (DeepSpeed: released parameters)"),
+                    out["ag3_b"], algos) if name == "ag3_b" else (msg, times, algos)
+                   for name, (msg, times, algos) in zip(names, entries)]
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
     out["_expert_entries"] = expert_entries

@@ -94,8 +94,9 @@ def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: 
     """Seconds and counts :func:`deepspeed_zero3_exposure` needs, per configuration: ``ds_gather`` (one
     block's gathered elements in :func:`~distcalc.deepspeed_zero3.fetches_per_block` AllGathers),
     ``ds_first_bucket``, ``ds_embed_gather``, ``ds_head_gather``, ``ds_reduce`` (one block's share of the
-    bucketed ReduceScatter), ``ds_last_bucket``, ``ds_kept_units``, ``ds_embed_kept``, ``ds_grad_elements``
-    and ``ds_copy_kernels``. ``block_params``: one block's parameters on this rank (after TP/EP). The
+    bucketed ReduceScatter), ``ds_last_bucket``, ``ds_kept_units``, ``ds_embed_kept``, ``ds_regathered`` (the
+    fraction of the forward's gathered elements gathered again in backward), ``ds_grad_elements`` and
+    ``ds_copy_kernels``. ``block_params``: one block's parameters on this rank (after TP/EP). The
     embedding and output layer are counted as on one stage (DeepSpeed ZeRO-3 runs without pipeline
     parallelism)."""
     tp = np.asarray(c["tp"], dtype=float)
@@ -125,13 +126,16 @@ def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: 
     t = [times for _, times, _ in message_times(cluster, msgs, keys, ones.shape, memo)]
     per_element_rs = t[4] / np.maximum(bucket, 1.0)
     kept = kept_block_elements(units, block, head + final_norm, cfg.max_reuse_distance_elements)
+    embed_kept = embedding_kept(units, block, head + final_norm, cfg.max_reuse_distance_elements)
+    released = units * block - kept + (1.0 - embed_kept) * embed + (head if cfg.max_reuse_distance_elements <= 0 else 0.0)
     gather = fetches * t[0]
     reduce = per_element_rs * (total_grads - last) / np.maximum(units, 1.0)
     # ag_unit / rs_unit: one block's gather and reduce-scatter share as DeepSpeed issues them (overlaps report)
     return {"ag_unit": gather, "rs_unit": reduce, "ds_gather": gather, "ds_first_bucket": t[1], "ds_embed_gather": t[2], "ds_head_gather": t[3],
             "ds_reduce": reduce,
             "ds_last_bucket": t[5], "ds_kept_units": kept / np.maximum(block, 1.0),
-            "ds_embed_kept": embedding_kept(units, block, head + final_norm, cfg.max_reuse_distance_elements),
+            "ds_embed_kept": embed_kept,
+            "ds_regathered": released / np.maximum(units * block + embed + head, 1.0),
             "ds_grad_elements": total_grads,
             "ds_copy_kernels": (units * (fetches + 1.0) if cfg.contiguous_gradients else 0.0)
             + np.ceil(total_grads / float(cfg.reduce_bucket_elements))}
