@@ -21,7 +21,7 @@ from distcalc.errors import ConfigError
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig
 from distcalc.validation.published import comparisons
-from distcalc.validation.published.mapping import attention_kernel
+from distcalc.validation.published.stack_kernels import attention_kernel
 from distcalc.validation.published.rows import published_runs
 
 H100 = load_device("h100-sxm")

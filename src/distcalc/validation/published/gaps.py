@@ -35,4 +35,12 @@ KNOWN: dict[tuple[str, str], str] = {
         "SC21 code (de7dc40f88, NGC PyTorch 20.12) has the same kernels as the 2022 code (local linears, "
         "fused softmax, bias-GeLU, bias-dropout-add, scatter-gather P2P); what differs (asynchronous TP "
         "all-reduce, persistent LayerNorm, later cuBLAS/PyTorch) is not priced or does not account for it"),
+    ("FlagPerf_nvidia_llama3_8B-megatron", "step_time"): (
+        "the A800 rows are -8.6...+2.4 %, the five H100 rows -18...-24 %; the H100 part is what FlagPerf's "
+        "READMEs name: the llama3_8B README has no H100 section, the same team's NVIDIA READMEs of May-July "
+        "2024 on the same core_v0.6.0 stack (mixtral_8x7B-megatron, chatglm3_6b-deepspeed, llama3_70B-megatron) "
+        "name DGX H100 / H100-SXM-80GB with 400 Gb/s InfiniBand, and the 8B H100 config sets theoryflops "
+        "989e12 (H100 SXM BF16 dense), so not H800 or PCIe; its script runs TP 2 with sequence parallelism and "
+        "no --tp-comm-overlap (the model exposes 3.9 s of TP collectives in 53 s at 8 GPUs); the H100 rows' "
+        "per-GPU gap is not identified"),
 }

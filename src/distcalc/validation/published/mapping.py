@@ -33,6 +33,9 @@ Rules, column by column:
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  Megatron-Bridge's performance recipes reduce gradients in bf16 (``grad_reduce_in_fp32`` false): gradient
+  buffer, its zeroing and its DP/FSDP collectives at 2 B per element, 16-bit gradients in the model states
+  (:mod:`distcalc.validation.published.bridge`, which also says what stays off on those rows).
   NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
   ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
   we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
@@ -46,7 +49,7 @@ Rules, column by column:
   bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
   gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
   ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
-  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`FLASH1_STACKS`);
+  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`~distcalc.validation.published.stack_kernels.FLASH1_STACKS`);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
   (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
   7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
@@ -79,20 +82,23 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, AttentionKernel,
-                                      ContextParallelAlgorithm, ElementwiseKernels)
-from distcalc.compute.loss import CrossEntropyKernel
+from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
 from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
+from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
+                                                         attention_kernel, cross_entropy_kernel,
+                                                         elementwise_kernels, legacy_megatron, megatron_core,
+                                                         megatron_launched)
 
 # The system each GPU of the development set comes in (clusters.yaml).
 CLUSTER_OF_GPU: dict[str, str] = {
@@ -304,13 +310,6 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
     return config, assumed
 
 
-def megatron_core(run: PublishedRun) -> bool:
-    """Whether the row's stack is built on Megatron-Core's ``parallel_state`` (Megatron-LM's mcore path, NeMo,
-    Megatron-Bridge), whose process groups :mod:`distcalc.memory.nccl_buffers` counts."""
-    framework = run.framework.lower()
-    return any(name in framework for name in ("megatron-core", "nemo", "megatron-bridge"))
-
-
 def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSpec) -> MemoryOptions:
     """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`), with the NCCL buffers
     of the communicators its parallel layout holds on its cluster (:mod:`distcalc.memory.nccl_buffers`)."""
@@ -322,77 +321,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)))
-
-
-# NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
-NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
-
-
-#: framework phrases of Megatron stacks that run TransformerEngine / Megatron-Core layers, not the local linears
-TRANSFORMER_ENGINE_STACKS = ("TransformerEngine", "megatron-core", "mcore", "Megatron-Core", "NeMo")
-#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x (``flash_attn_unpadded_func``): Megatron-LM 285068c8
-#: (2023-01-11, "Merge branch 'tridao-flashattn'"); FlashAttention-2 was released in July 2023
-FLASH1_STACKS = ("Megatron-LM @285068c8",)
-
-
-def legacy_megatron(run: PublishedRun) -> bool:
-    """Whether the row ran Megatron-LM's own (pre-TransformerEngine) layers: a Megatron-LM framework that names
-    neither TransformerEngine nor Megatron-Core (``--transformer-impl local`` was the default until 2023)."""
-    return "Megatron-LM" in run.framework and not any(p in run.framework for p in TRANSFORMER_ENGINE_STACKS)
-
-
-def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
-    """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
-    and fms-fsdp, Megatron-LM local linears for Megatron-LM without TransformerEngine (the Zero Bubble fork,
-    Narayanan 2021, MegaScale's baseline) and Megatron-DeepSpeed (BLOOM), else fused."""
-    if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
-        return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or legacy_megatron(run):
-        return ElementwiseKernels.MEGATRON_LOCAL
-    return ElementwiseKernels.FUSED
-
-
-def attention_kernel(run: PublishedRun) -> AttentionKernel:
-    """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
-    flash backend ("SDPA flash": FlashAttention-2 kernels), FlashAttention 1.x on :data:`FLASH1_STACKS`, else
-    fused."""
-    if "SDPA flash" in run.config_details:
-        return AttentionKernel.FLASH2
-    if any(stack in run.framework for stack in FLASH1_STACKS):
-        return AttentionKernel.FLASH1
-    match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
-    if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
-        return AttentionKernel.FLASH2
-    return AttentionKernel.FUSED
-
-
-#: HBM bytes per local parameter of Megatron-Core's gradient passes before the DP collective (NaN check: read
-#: fp32; 1/(DP·CP) scaling: read + write fp32), AnalyzeOptions ``grad_check_*`` / ``grad_prescale_*``
-MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES = 4.0, 8.0
-
-
-def megatron_launched(run: PublishedRun) -> bool:
-    """Megatron-Core launched through Megatron-LM's own ``pretrain_*.py`` and argument defaults at a pinned
-    commit (framework "Megatron-LM@<commit> (mcore …)"): the 1/(DP·CP) scaling before the reduce
-    (``--ddp-average-in-collective`` not given) and, unless fp16's dynamic loss scaler turns it off, the NaN
-    check of the gradients (``--no-check-for-nan-in-loss-and-grad`` not given)."""
-    return run.framework.startswith("Megatron-LM@") and "mcore" in run.framework
-
-
-def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
-    """The loss implementation the row ran. SimuMax names runs with ``--cross-entropy-loss-fusion`` by the
-    suffix ``_cef`` (the row's assumptions) and models them with TransformerEngine's fused kernel, the one its
-    B200 system file measures (``ce_fusion``, ``test_ce_permute_efficiency.py`` ``te_fusion``); its published
-    predictions are reproduced only with that fusion on (its ``tools/b200`` case table, DeepSeek-V2 EP8 mbc4:
-    369.3 ms off, 343.6 ms on = the published figure). Megatron-Bridge's ``GPTModelProvider`` turns the fusion
-    on by default (``cross_entropy_loss_fusion: bool = True``) with Megatron-Core's default implementation,
-    ``native``. Everything else: Megatron-Core's default, unfused."""
-    if run.case_id.endswith("_cef"):
-        return CrossEntropyKernel.TE_FUSED
-    if "Megatron-Bridge" in run.framework:
-        return CrossEntropyKernel.NATIVE_FUSED
-    return CrossEntropyKernel.UNFUSED
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+    ).model_copy(update=bridge_memory_updates(run))
 
 
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
@@ -406,7 +336,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     fp16_grads = run.precision == "fp16" and legacy_megatron(run)  # local/PyTorch DDP in the param dtype
     reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) or fp16_grads else 4
     bf16_optimizer = deepspeed_bf16_optimizer(run)
-    return AnalyzeOptions(
+    options = AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
@@ -436,6 +366,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
                 grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
         fsdp_shard_size=fsdp_shard_size(run),
     )
+    return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 
 # Columns a row must state for distcalc to describe it.
