@@ -29,8 +29,9 @@ HEAD = 32000 * 4096
 
 
 def exposure(u=4, f=1.0, b=2.0, g=1.5, g_b=0.5, g_e=0.3, g_h=0.2, r=0.4, r_last=0.25, kept=1.0, embed_kept=0.0,
-             overlap=True, slowdown=0.0):
-    return deepspeed_zero3_exposure(u, f, b, g, g_b, g_e, g_h, r, r_last, kept, embed_kept, overlap, slowdown)
+             overlap=True, slowdown=0.0, prefetch=1.0):
+    return deepspeed_zero3_exposure(u, f, b, g, g_b, g_e, g_h, r, r_last, kept, embed_kept, overlap, slowdown,
+                                    prefetch)
 
 
 def test_worked_example_by_hand():
@@ -44,6 +45,11 @@ def test_worked_example_by_hand():
     assert float(e.forward_exposed_s) == pytest.approx(2.3)
     assert float(e.backward_exposed_s) == pytest.approx(0.45)
     assert float(exposure(overlap=False).backward_exposed_s) == pytest.approx(2.15)
+    # nothing prefetched (stage3_max_live_parameters 0): forward 0.3 + 4·1.5 + 0.2 = 6.5; backward
+    # 3·1.5 + 0.3 + 4·max(0, 0.4 - 2) + 0.25 = 5.05
+    none = exposure(prefetch=0.0)
+    assert float(none.forward_exposed_s) == pytest.approx(6.5)
+    assert float(none.backward_exposed_s) == pytest.approx(5.05)
     c = exposure(slowdown=0.2)
     assert float(c.contention_forward_s) == pytest.approx(0.8)
     assert float(c.contention_backward_s) == pytest.approx(1.22)
@@ -97,13 +103,16 @@ def test_exposure_invariants(u, f, b, g, g_b, g_e, g_h, r, r_last, kept, embed, 
     on = exposure(kept=kept, **args)
     off = exposure(kept=kept, overlap=False, **args)
     more = exposure(kept=min(kept + 1.0, u), **args)
-    for e in (on, off, more):
+    none = exposure(kept=kept, prefetch=0.0, **args)
+    for e in (on, off, more, none):
         for x in (e.forward_exposed_s, e.backward_exposed_s, e.contention_forward_s, e.contention_backward_s):
             assert 0.0 <= float(x) < float("inf")
     assert float(on.backward_exposed_s) <= float(off.backward_exposed_s) + 1e-12
     assert float(more.backward_exposed_s) <= float(on.backward_exposed_s) + 1e-12
     assert float(on.forward_exposed_s) >= g_e + min(g_b, g) - 1e-12
     assert float(on.backward_exposed_s) >= r_last - 1e-12
+    assert float(none.forward_exposed_s) >= float(on.forward_exposed_s) - 1e-12
+    assert float(none.backward_exposed_s) >= float(on.backward_exposed_s) - 1e-12
 
 
 @settings(max_examples=100, deadline=None)
@@ -152,6 +161,16 @@ def test_analyze_reuse_distance_and_overlaps_line():
     assert size["backward"] == pytest.approx(size["forward"] * (gathered - (5e8 - HEAD - 4096) - HEAD) / gathered)
     fsdp = analyze(spec, "dgx-h100", CONFIG, AnalyzeOptions(grad_reduce_bytes=2))
     assert "DeepSpeed" not in next(o for o in fsdp.overlaps if o["dim"] == "dp")["collectives"]
+
+
+def test_no_prefetch_when_max_live_is_zero():
+    """stage3_max_live_parameters 0: fetch_sub_module prefetches nothing, so the gathers are exposed."""
+    spec = load_model("llama2-7b")
+    run = lambda cfg: analyze(spec, "dgx-h100", CONFIG, AnalyzeOptions(  # noqa: E731
+        grad_reduce_bytes=2, deepspeed_zero3=cfg))
+    default, zero = run(DeepSpeedZero3()), run(DeepSpeedZero3(max_live_parameters=0))
+    assert zero.time_breakdown["dp_exposed_s"] > default.time_breakdown["dp_exposed_s"]
+    assert "nothing prefetched" in next(o for o in zero.overlaps if o["dim"] == "dp")["hidden_behind"]
 
 
 def test_cli_rejects_pipeline_parallelism_and_runs():

@@ -16,6 +16,11 @@ on the same data-parallel process group, so one NCCL communicator runs them one 
   behind its compute: ``g_E + g_b + max(0, g − g_b − f) + (U − 1)·max(0, g − f) + max(0, g_H − f)``.
   Prefetching runs up to ``stage3_max_live_parameters`` ahead, so with uniform blocks the steady state is the
   per-block excess, as for FSDP.
+* no prefetch: ``fetch_sub_module`` prefetches only ``min(max_live − available, prefetch_bucket)`` elements, so
+  where ``stage3_max_live_parameters`` does not exceed the submodule being fetched (e.g. 0, as some published
+  configurations set it) or the bucket is 0, every gather waits on the compute stream: forward
+  ``g_E + U·g + g_H``; backward ``(U − K)·g`` plus the embedding's regather, beside which the reduce-scatters
+  still overlap the backward with ``overlap_comm`` (``U·max(0, r − b)``) or not (``U·r``), then ``r_last``.
 * backward with ``overlap_comm``: ``K`` blocks need no gather, ``U − K`` gather again; each block's
   reduce-scatter share runs beside its backward: ``K·max(0, r − b) + (U − K)·max(0, g + r − b)``, then the
   embedding's gather where it was released, hidden behind the first block's leftover window, and the last
@@ -47,12 +52,14 @@ ArrayLike = Any
 def deepspeed_zero3_exposure(units: ArrayLike, forward_s: ArrayLike, backward_s: ArrayLike, gather_s: ArrayLike,
                              first_bucket_s: ArrayLike, embed_gather_s: ArrayLike, head_gather_s: ArrayLike,
                              reduce_s: ArrayLike, last_bucket_s: ArrayLike, kept_units: ArrayLike,
-                             embed_kept: ArrayLike, overlap_comm: bool, slowdown: float) -> FsdpExposure:
+                             embed_kept: ArrayLike, overlap_comm: bool, slowdown: float,
+                             prefetch: ArrayLike = 1.0) -> FsdpExposure:
     """Exposed DeepSpeed ZeRO-3 communication and compute contention of one micro-batch (module docstring):
     ``units`` blocks of ``forward_s`` / ``backward_s`` compute, one block's ``gather_s`` and ``reduce_s``, the
     first prefetch ``first_bucket_s``, the embedding's / output layer's gathers, the last bucket's
-    ReduceScatter ``last_bucket_s``, ``kept_units`` blocks not released after forward and ``embed_kept`` (1.0
-    where the embedding is not released)."""
+    ReduceScatter ``last_bucket_s``, ``kept_units`` blocks not released after forward, ``embed_kept`` (1.0
+    where the embedding is not released) and ``prefetch`` (0.0 where nothing is prefetched, so every gather
+    waits on the compute stream)."""
     if not 0.0 <= slowdown < 1.0:
         raise ValueError(f"overlap compute slowdown {slowdown!r} must be in [0, 1)")
     u = np.asarray(units, dtype=float)
@@ -62,19 +69,23 @@ def deepspeed_zero3_exposure(units: ArrayLike, forward_s: ArrayLike, backward_s:
     k = np.clip(np.asarray(kept_units, dtype=float), 0.0, u)
     on = np.where(u > 0, 1.0, 0.0)
     steps = np.maximum(u - 1.0, 0.0)
-    forward = (embed_gather_s + on * (g_b + np.maximum(g - g_b - f, 0.0) + np.maximum(head_gather_s - f, 0.0))
-               + steps * np.maximum(g - f, 0.0))
+    pf = np.asarray(prefetch, dtype=float) > 0
+    forward = np.where(pf, embed_gather_s + on * (g_b + np.maximum(g - g_b - f, 0.0)
+                                                  + np.maximum(head_gather_s - f, 0.0)) + steps * np.maximum(g - f, 0.0),
+                       embed_gather_s + u * g + on * head_gather_s)
     regather = u - k
     embed_again = (1.0 - np.asarray(embed_kept, dtype=float)) * embed_gather_s
     if overlap_comm:
         slack = np.maximum(b - (np.where(regather > 0, g, 0.0) + r), 0.0)  # the first block's leftover window
-        backward = (k * np.maximum(r - b, 0.0) + regather * np.maximum(g + r - b, 0.0)
-                    + on * np.maximum(embed_again - slack, 0.0) + last_bucket_s)
-        overlapped_b = k * np.minimum(b, r) + regather * np.minimum(b, g + r)
+        backward = np.where(pf, k * np.maximum(r - b, 0.0) + regather * np.maximum(g + r - b, 0.0)
+                            + on * np.maximum(embed_again - slack, 0.0),
+                            regather * g + on * embed_again + u * np.maximum(r - b, 0.0)) + last_bucket_s
+        overlapped_b = np.where(pf, k * np.minimum(b, r) + regather * np.minimum(b, g + r), u * np.minimum(b, r))
     else:
-        backward = regather * np.maximum(g - b, 0.0) + on * embed_again + u * r + last_bucket_s
-        overlapped_b = regather * np.minimum(b, g)
-    overlapped_f = u * np.minimum(f, g)
+        backward = (np.where(pf, regather * np.maximum(g - b, 0.0), regather * g) + on * embed_again + u * r
+                    + last_bucket_s)
+        overlapped_b = np.where(pf, regather * np.minimum(b, g), 0.0)
+    overlapped_f = np.where(pf, u * np.minimum(f, g), 0.0)
     return FsdpExposure(forward, backward, slowdown * overlapped_f, slowdown * overlapped_b)
 
 
@@ -135,6 +146,8 @@ def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: 
             "ds_reduce": reduce,
             "ds_last_bucket": t[5], "ds_kept_units": kept / np.maximum(block, 1.0),
             "ds_embed_kept": embed_kept,
+            "ds_prefetch": np.where((cfg.prefetch_bucket_elements > 0) & (cfg.max_live_parameters > block / fetches),
+                                    1.0, 0.0),
             "ds_regathered": released / np.maximum(units * block + embed + head, 1.0),
             "ds_grad_elements": total_grads,
             "ds_copy_kernels": (units * (fetches + 1.0) if cfg.contiguous_gradients else 0.0)
@@ -151,7 +164,7 @@ def deepspeed_step_exposure(units: ArrayLike, mb: dict[str, Any], dpb: dict[str,
                                         *(dpb[k] for k in ("ds_gather", "ds_first_bucket", "ds_embed_gather",
                                                            "ds_head_gather", "ds_reduce", "ds_last_bucket",
                                                            "ds_kept_units", "ds_embed_kept")),
-                                        cfg.overlap_comm, slowdown)
+                                        cfg.overlap_comm, slowdown, dpb["ds_prefetch"])
     copies = deepspeed_grad_copy_s(dpb["ds_grad_elements"], param_bytes, cfg.contiguous_gradients,
                                    dpb["ds_copy_kernels"], device.memory_bandwidth_bytes_per_s,
                                    device.kernel_overhead_s)
