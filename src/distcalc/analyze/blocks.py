@@ -20,6 +20,7 @@ import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
+from distcalc.analyze.deepspeed_zero3 import deepspeed_times
 from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
@@ -365,6 +366,14 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones
     out["fsdp_unit_params"], out["fsdp_root_params"] = fsdp_unit_parameters(d, c, ones)
+    if o.deepspeed_zero3 is not None:  # DeepSpeed's own ZeRO-3 (distcalc.analyze.deepspeed_zero3)
+        out.update(deepspeed_times(cluster, keys, d, c, o.deepspeed_zero3, out["fsdp_unit_params"],
+                                   o.param_gather_bytes, o.grad_reduce_bytes, ones, memo))
+        frac = out["ds_regathered"]  # backward gathers again only what the forward released
+        out["ag3_b"] = out["ag3_b"] * frac
+        entries = [(replace(msg, size_bytes=msg.size_bytes * frac, note=msg.note + " (DeepSpeed: released parameters)"),
+                    out["ag3_b"], algos) if name == "ag3_b" else (msg, times, algos)
+                   for name, (msg, times, algos) in zip(names, entries)]
     out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
     out["_entries"] = entries
     out["_expert_entries"] = expert_entries

@@ -46,6 +46,7 @@ from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_b
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
+from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
@@ -131,7 +132,11 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
     # beside it (distcalc.analyze.fsdp)
-    if o.overlap_grad_reduce:
+    ds = o.deepspeed_zero3
+    if ds is not None:  # DeepSpeed's ZeRO-3: its prefetch, release and bucket policy (analyze.deepspeed_zero3)
+        e[3], z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
+                                                    o.param_gather_bytes, device)
+    elif o.overlap_grad_reduce:
         fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
                              dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown,
                              dpb["ar_unit"], dpb["ar_root"])
@@ -139,12 +144,12 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         z3_backward = np.minimum(fsdp.backward_s, rs3 + t[4] + o.overlap_compute_slowdown * t_mb_b)
     else:
         z3_backward = rs3 + t[4]
-    if o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
+    if ds is None and o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
         copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
                                      o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
         e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
-    elif o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
+    elif ds is None and o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * fsdp_flat_grad_copy_s(
             lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
             device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
@@ -317,6 +322,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
         "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
         **{f"fsdp_{k}_s": g(u["dpb"][k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
+        "ds_kept_blocks": g(u["dpb"].get("ds_kept_units", np.zeros(m.shape))),  # DeepSpeed ZeRO-3 (overlaps)
         "block_forward_s": g(u["mb"]["forward_s"]), "block_backward_s": g(u["mb"]["backward_s"] + u["mb"]["recompute_s"]),
     }
     if executed.any():

@@ -8,6 +8,7 @@ from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
                                FsdpSharding)
+from distcalc.deepspeed_zero3 import DeepSpeedZero3
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
@@ -103,6 +104,11 @@ class AnalyzeOptions(BaseModel):
       ``fully_shard`` on a 2-D (replicate, shard) mesh): per-unit AllGather / ReduceScatter in the shard group,
       an AllReduce of each gradient shard over the replicate group beside them, and the optimizer step on
       1/k of the parameters (:mod:`distcalc.analyze.fsdp`). Must divide dp·cp; only ZeRO-3 uses it.
+    * ``deepspeed_zero3`` None: ZeRO-3 as PyTorch FSDP / Megatron-FSDP runs it (one gather and reduce-scatter
+      per block). A :class:`distcalc.deepspeed_zero3.DeepSpeedZero3` prices it as DeepSpeed runs it instead:
+      per-submodule gathers with its prefetch, release (``stage3_max_reuse_distance``) and persistence policy,
+      bucketed gradient ReduceScatter and gradient copies (:mod:`distcalc.analyze.deepspeed_zero3`); it
+      replaces ``fsdp_sharding``. Not in the JSON dump of the options (the overlaps line names it).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -152,6 +158,8 @@ class AnalyzeOptions(BaseModel):
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
                                                           "flash1 (FlashAttention 1.x)")
+    deepspeed_zero3: DeepSpeedZero3 | None = Field(None, exclude=True, description="ZeRO-3 as DeepSpeed runs it "
+                                                   "(None: per-block FSDP)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

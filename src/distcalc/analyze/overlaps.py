@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
+from distcalc.deepspeed_zero3 import DeepSpeedZero3
 from distcalc.parallel import ParallelConfig
 
 
@@ -85,6 +86,7 @@ class FsdpUnit:
     allreduce_s: float
     forward_s: float
     backward_s: float
+    kept_blocks: float = 0.0  #: DeepSpeed ZeRO-3: blocks kept gathered from forward to backward
 
     def describe(self) -> str:
         """Per block: each overlap window against its collectives, and what it leaves exposed."""
@@ -124,11 +126,44 @@ def _fsdp(options: AnalyzeOptions, exposed: float, slow: str, unit: FsdpUnit | N
                              "reshard-after-forward) and gradient ReduceScatter" + hsdp, behind, reason, exposed)
 
 
+def _deepspeed(options: AnalyzeOptions, exposed: float, slow: str, unit: FsdpUnit | None) -> OverlapAssumption:
+    """ZeRO-3 as DeepSpeed runs it (:mod:`distcalc.analyze.deepspeed_zero3`): its policy and sizes."""
+    ds = options.deepspeed_zero3
+    assert ds is not None
+    kept = f"{unit.kept_blocks:.3g} blocks" if unit else "the blocks"
+    what = ("DeepSpeed ZeRO-3 per-submodule parameter AllGather (forward; again in backward for what "
+            f"stage3_max_reuse_distance={ds.max_reuse_distance_elements:.3g} releases) and gradient ReduceScatter "
+            f"in reduce_bucket_size={ds.reduce_bucket_elements:.3g}-element buckets")
+    if ds.max_live_parameters == 0 or ds.prefetch_bucket_elements == 0:
+        behind = ("nothing prefetched (stage3_max_live_parameters or stage3_prefetch_bucket_size 0): every gather "
+                  "on the critical path; " + ("gradient buckets behind the backward (overlap_comm)" if ds.overlap_comm
+                                              else "ReduceScatters on the compute stream (overlap_comm off)"))
+        return OverlapAssumption("dp", what, behind, _deepspeed_reason(ds, kept, slow, unit), exposed)
+    behind = (f"forward: prefetches of stage3_prefetch_bucket_size={ds.prefetch_bucket_elements:.3g} elements per "
+              f"submodule, up to stage3_max_live_parameters={ds.max_live_parameters:.3g} in flight, behind the "
+              "blocks' forward; backward: the regathers and the gradient buckets, one communicator, "
+              + ("behind the blocks' backward (overlap_comm)" if ds.overlap_comm
+                 else "gathers behind the backward, ReduceScatters on the compute stream (overlap_comm off)"))
+    return OverlapAssumption("dp", what, behind, _deepspeed_reason(ds, kept, slow, unit), exposed)
+
+
+def _deepspeed_reason(ds: DeepSpeedZero3, kept: str, slow: str, unit: FsdpUnit | None) -> str:
+    """Why DeepSpeed ZeRO-3's collectives are or are not exposed: its release, persistence and copy policy."""
+    return (f"{kept} and the output layer stay gathered from forward to backward (reuse within "
+            f"stage3_max_reuse_distance); parameters of at most {ds.param_persistence_threshold_elements:.3g} elements "
+            "are never gathered; the embedding's gather, the first prefetch and the last gradient bucket are "
+            f"exposed, and a block's excess where its collectives outlast its compute; {slow}; gradients copied "
+            + ("into the contiguous bucket and " if ds.contiguous_gradients else "")
+            + "into the ReduceScatter's flat input" + (f"; {unit.describe()}" if unit else ""))
+
+
 def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float,
         unit: FsdpUnit | None = None) -> OverlapAssumption:
     zero = max(config.zero_stage, 1 if options.distributed_optimizer else 0)
     slow = f"compute {100 * options.overlap_compute_slowdown:.1f} % slower while they overlap it"
     if zero == 3:
+        if options.deepspeed_zero3 is not None:
+            return _deepspeed(options, exposed, slow, unit)
         if not options.overlap_grad_reduce:
             return OverlapAssumption("dp", "ZeRO-3 parameter AllGather (forward, backward) and gradient "
                                      "ReduceScatter", "nothing (critical path)", "overlap_grad_reduce off", exposed)

@@ -197,7 +197,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
     mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options),
-                                                                  zero_shard_size=options.fsdp_shard_size))
+                                                                  zero_shard_size=options.fsdp_shard_size,
+                                                                  deepspeed_zero3=options.deepspeed_zero3))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration
@@ -233,7 +234,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         overlaps=[o.to_dict() for o in assumed_overlaps(
             config, options, breakdown, _cp_slowdown(cluster, config, options, device),
             FsdpUnit(*(f(k) for k in ("fsdp_ag_unit_s", "fsdp_rs_unit_s", "fsdp_ar_unit_s", "block_forward_s",
-                                      "block_backward_s"))))],
+                                      "block_backward_s")), kept_blocks=f("ds_kept_blocks")))],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

@@ -9,6 +9,10 @@ import typer
 from rich.table import Table
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.cli.zero3_options import (DsContiguousOption, DsMaxLiveOption, DsOverlapCommOption, DsPersistenceOption,
+                                        DsPrefetchBucketOption, DsReduceBucketOption, DsReuseDistanceOption,
+                                        Zero3ImplOption)
+from distcalc.deepspeed_zero3 import Zero3Impl
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
     console, emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
@@ -215,6 +219,14 @@ def register(app: typer.Typer) -> None:
         fsdp_shard_size: Annotated[int, typer.Option(
             min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
                                            "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
+        zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
+        ds_prefetch_bucket_size: DsPrefetchBucketOption = 5e7,
+        ds_max_live_parameters: DsMaxLiveOption = 1e9,
+        ds_max_reuse_distance: DsReuseDistanceOption = 1e9,
+        ds_reduce_bucket_size: DsReduceBucketOption = 5e8,
+        ds_param_persistence_threshold: DsPersistenceOption = 1e5,
+        ds_overlap_comm: DsOverlapCommOption = True,
+        ds_contiguous_gradients: DsContiguousOption = True,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

@@ -16,6 +16,7 @@ from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, request_to_yaml
 from distcalc.jobs.messages import parse_option
+from distcalc.jobs.zero3 import Zero3Fields
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_rate, parse_time
@@ -33,7 +34,7 @@ LAYOUT_FIELDS = ("tp", "pp", "dp", "cp", "ep", "vpp", "zero", "gpus", "distribut
 NOT_EXAMPLE_FIELDS = ("model", "model_config_json", "cluster", "gpu", "first_stage_layers", "last_stage_layers")
 
 
-class AnalyzeRequest(PipelineRequest):
+class AnalyzeRequest(PipelineRequest, Zero3Fields):
     """The options of ``distcalc analyze`` (None: the CLI's default; all layout fields and model/cluster None:
     the built-in example)."""
 
@@ -151,6 +152,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
                              attention_kernel=request.attention_kernel, cross_entropy=request.cross_entropy,
                              fsdp_shard_size=request.fsdp_shard_size,
+                             deepspeed_zero3=request.deepspeed_zero3(config.pp),
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

@@ -10,6 +10,7 @@ from pydantic import Field
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest
 from distcalc.jobs.messages import parse_option
+from distcalc.jobs.zero3 import Zero3Fields
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
@@ -18,7 +19,7 @@ from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_size
 
 
-class MemoryRequest(PipelineRequest):
+class MemoryRequest(PipelineRequest, Zero3Fields):
     """The options of ``distcalc memory`` with its defaults (the shared ones from :data:`DEFAULTS`)."""
 
     cluster: Optional[str] = Field(None, description=f"cluster preset (CLI: or YAML file) [default: "
@@ -108,7 +109,8 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             moe_token_factor=request.moe_token_factor,
                             step_buffer_bytes_per_parameter=request.step_buffer,
                             step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
-                           zero_shard_size=request.fsdp_shard_size)
+                           zero_shard_size=request.fsdp_shard_size,
+                            deepspeed_zero3=request.deepspeed_zero3(config.pp) if config.zero_stage >= 3 else None)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from distcalc.deepspeed_zero3 import DeepSpeedZero3
 from distcalc.memory.states import Recipe
 from distcalc.units import MIB
 
@@ -32,6 +33,11 @@ class MemoryOptions(BaseModel):
       :func:`distcalc.memory.stacks.stack_memory_options`.
     * ``zero_shard_size`` 0: ZeRO-3 shards the model states over the whole dp·cp group; k > 1 is HSDP (shard
       within groups of k ranks, replicate across them; :mod:`distcalc.analyze.hsdp`): ZeRO-3 states divide by k.
+    * ``deepspeed_zero3`` None: ZeRO-3 buffers as FSDP holds them (``zero3_prefetch_layers``). A
+      :class:`distcalc.deepspeed_zero3.DeepSpeedZero3` replaces them with DeepSpeed's: parameters gathered up to
+      ``stage3_max_live_parameters`` (at least the blocks kept for backward and the block being computed), the
+      contiguous IPG bucket and one flattened ReduceScatter bucket, and the persistent parameters held whole
+      (:func:`distcalc.deepspeed_zero3.stage_buffer_bytes`), in the buffers line.
     * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
       :func:`distcalc.analyze.options.moe_slot_factor`).
     """
@@ -48,5 +54,7 @@ class MemoryOptions(BaseModel):
     step_bucket_bytes: int = Field(0, ge=0, description="gradient bucket allocated at the optimizer step, bytes")
     zero_shard_size: int = Field(0, ge=0, description="HSDP: ZeRO-3 states sharded over groups of this many DP "
                                  "ranks (0: the whole dp·cp group)")
+    deepspeed_zero3: DeepSpeedZero3 | None = Field(None, description="ZeRO-3 buffers as DeepSpeed holds them "
+                                                   "(None: zero3_prefetch_layers gathered layers)")
     moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
                                     "mean routed token (capacity factor, or dropless load imbalance)")

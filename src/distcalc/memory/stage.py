@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distcalc.deepspeed_zero3 import stage_buffer_bytes as deepspeed_stage_buffer_bytes
 from distcalc.memory.activations import (
     embedding_activation_bytes,
     in_flight_micro_batches,
@@ -145,6 +146,10 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
         np.where(n_dense > 0, t["dense_layer"] * t["gather_dense"], 0.0),
         np.where(n_moe > 0, t["moe_layer"] * t["gather_dense"] + t["expert_layer"] * t["gather_expert"], 0.0))
     comm = options.comm_buffer_bytes + options.zero3_prefetch_layers * biggest_layer * t["weight_bytes"]
+    if options.deepspeed_zero3 is not None:  # DeepSpeed's gathered parameters and buckets instead (ZeRO-3 only)
+        comm = options.comm_buffer_bytes + t["gather_dense"] * deepspeed_stage_buffer_bytes(
+            dims, options.deepspeed_zero3, layers, layer_params + expert_params, t["embedding_params"],
+            t["head_params"], t["tp"], t["weight_bytes"])
     return dict(
         layers=layers, n_moe=n_moe, layer_params=layer_params, expert_params=expert_params,
         states_l=(w_l, g_l, o_l), states_e=(w_e, g_e, o_e), layer_states=w_l + g_l + o_l + w_e + g_e + o_e,
