@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.parallel import Schedule
+from distcalc.row_groups import row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
@@ -79,11 +80,9 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     pipeline = np.full(schedule.shape, np.nan)
     busy = np.full(schedule.shape, np.nan)
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
-    keys = np.stack([schedule[mask], pp[mask], m[mask], vpp[mask]], axis=1)
     index = np.flatnonzero(mask)
-    for key in np.unique(keys, axis=0):
-        rows = index[np.all(keys == key, axis=1)]
-        code, p, micro, v = (int(x) for x in key)
+    for (code, p, micro, v), group in row_groups([schedule[mask], pp[mask], m[mask], vpp[mask]]):
+        rows = index[group]
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
         sub = {k: np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for k, x in terms.items()}

@@ -248,18 +248,29 @@ def _run_one_by_one(program: Program, durations: np.ndarray, p2p: np.ndarray, en
     """The same recurrence one operation at a time (in wave order, so every input is there): fewer array
     copies than the waves' gathers when each operation's row is long."""
     K = durations.shape[0]
+    maximum, add = np.maximum, np.add
+    arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
     for k, ((w0, w1, w2), (_, a1, a2)) in enumerate(zip(program.waits.tolist(), program.across.tolist())):
-        ready = ends[w0]
-        if w1 < K:
-            ready = np.maximum(ready, ends[w1] + p2p if a1 else ends[w1])
-        if w2 < K:
-            ready = np.maximum(ready, ends[w2] + p2p if a2 else ends[w2])
-        np.add(ready, durations[k], out=ends[k])
+        row = ends[k]  # the ready time is built in place, then the duration added
+        row[...] = ends[w0]
+        for w, a in ((w1, a1), (w2, a2)):
+            if w < K:
+                maximum(row, add(ends[w], p2p, out=arrived) if a else ends[w], out=row)
+        add(row, durations[k], out=row)
 
 
 def _execution(plan: Plan, program: Program, durations: np.ndarray, ends: np.ndarray, keep_events: bool) -> Execution:
-    busy = np.zeros((plan.devices, ends.shape[1]))
-    np.add.at(busy, program.device, durations)
+    # each device's busy time: its operations' durations summed in operation order. Over many configurations
+    # a reduction along the outer axis of the device's rows adds row after row as np.add.at does, without
+    # its per-element cost; a single column would be summed pairwise, so it keeps np.add.at (same floats)
+    if ends.shape[1] > 1:
+        by_device = np.argsort(program.device, kind="stable")
+        bounds = np.searchsorted(program.device[by_device], np.arange(plan.devices + 1)).tolist()
+        ordered = durations[by_device]
+        busy = np.stack([np.add.reduce(ordered[lo:hi], axis=0) for lo, hi in zip(bounds[:-1], bounds[1:])])
+    else:
+        busy = np.zeros((plan.devices, ends.shape[1]))
+        np.add.at(busy, program.device, durations)
     first = ends[program.first] - durations[program.first]
     events = ([(int(d), op, ends[k] - durations[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
               if keep_events else [])

@@ -1,0 +1,33 @@
+"""Group the rows of a batch by an integer key: one sort for the whole batch instead of one comparison of
+every row per distinct key.
+
+The schedule executors (:mod:`distcalc.analyze.executed`, :mod:`distcalc.memory.activations`) run one plan
+per distinct (schedule, pp, micro-batches, …) key; a search meets a hundred keys over a million rows, where
+``np.all(keys == key, axis=1)`` per key costs a pass over every row each time.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+
+
+def row_groups(columns: list[np.ndarray]) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
+    """Each distinct key of the integer ``columns`` (equal-length 1-d arrays) with the positions of its rows,
+    ascending within a group; the groups come in ascending key order (as ``np.unique(..., axis=0)``)."""
+    if not columns or columns[0].size == 0:
+        return
+    codes, values = [], []
+    for column in columns:
+        uniq, inverse = np.unique(column, return_inverse=True)
+        values.append(uniq)
+        codes.append(inverse.reshape(-1))
+    combined = np.ravel_multi_index(codes, tuple(v.size for v in values))
+    order = np.argsort(combined, kind="stable")
+    ordered = combined[order]
+    starts = np.flatnonzero(np.diff(ordered)) + 1
+    bounds = [0, *starts.tolist(), ordered.size]
+    for lo, hi in zip(bounds[:-1], bounds[1:]):
+        index = np.unravel_index(int(ordered[lo]), tuple(v.size for v in values))
+        yield tuple(int(v[i]) for v, i in zip(values, index)), order[lo:hi]
