@@ -85,8 +85,13 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
         rows = index[group]
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        sub = {k: np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for k, x in terms.items()}
-        ex = execute(plan, _stage_times(device, plan.chunk_fraction, sub), program=cached_program(code, p, micro, v))
-        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)
-        busy[rows] = ex.busy_s.max(axis=0)
+        sub = np.stack([np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for x in terms.values()],
+                       axis=1)
+        # configurations that differ only where the plan's times do not (the ZeRO stage, the optimizer) share
+        # their pass times: the plan runs once per distinct row of times (each column runs alone)
+        _, first, inverse = np.unique(sub, axis=0, return_index=True, return_inverse=True)
+        distinct = dict(zip(terms, sub[first].T))
+        ex = execute(plan, _stage_times(device, plan.chunk_fraction, distinct), program=cached_program(code, p, micro, v))
+        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)[inverse.reshape(-1)]
+        busy[rows] = ex.busy_s.max(axis=0)[inverse.reshape(-1)]
     return pipeline, busy
