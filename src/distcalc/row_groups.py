@@ -31,3 +31,21 @@ def row_groups(columns: list[np.ndarray]) -> Iterator[tuple[tuple[int, ...], np.
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         index = np.unravel_index(int(ordered[lo]), tuple(v.size for v in values))
         yield tuple(int(v[i]) for v, i in zip(values, index)), order[lo:hi]
+
+
+def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one representative per distinct row, inverse index) of a 2-d float array, rows equal when
+    their bits are: as ``np.unique(matrix, axis=0, return_index=True, return_inverse=True)`` up to the order
+    of the distinct rows, found by sorting one 64-bit hash per row instead of the rows themselves; every row
+    is checked against its representative, and a hash collision falls back to the full sort."""
+    bits = np.ascontiguousarray(matrix, dtype=np.float64).view(np.uint64)
+    digest = np.zeros(bits.shape[0], dtype=np.uint64)
+    for column in bits.T:  # FNV-style mix; uint64 arithmetic wraps
+        digest *= np.uint64(1099511628211)
+        digest ^= column
+    _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    if not np.array_equal(bits[first][inverse], bits):
+        _, first, inverse = np.unique(bits, axis=0, return_index=True, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    return first, inverse

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.parallel import Schedule
-from distcalc.row_groups import row_groups
+from distcalc.row_groups import distinct_rows, row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
@@ -89,9 +89,9 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
                        axis=1)
         # configurations that differ only where the plan's times do not (the ZeRO stage, the optimizer) share
         # their pass times: the plan runs once per distinct row of times (each column runs alone)
-        _, first, inverse = np.unique(sub, axis=0, return_index=True, return_inverse=True)
+        first, inverse = distinct_rows(sub)
         distinct = dict(zip(terms, sub[first].T))
         ex = execute(plan, _stage_times(device, plan.chunk_fraction, distinct), program=cached_program(code, p, micro, v))
-        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)[inverse.reshape(-1)]
-        busy[rows] = ex.busy_s.max(axis=0)[inverse.reshape(-1)]
+        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)[inverse]
+        busy[rows] = ex.busy_s.max(axis=0)[inverse]
     return pipeline, busy

@@ -280,16 +280,17 @@ def _run_one_by_one(program: Program, durations: list[np.ndarray], p2p: np.ndarr
     busy = np.zeros((devices, p2p.shape[0]))
     arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
     sends = bool(p2p.any())
+    end_rows, busy_rows = list(ends), list(busy)  # row views made once, not per operation
     steps = zip(program.waits.tolist(), program.across.tolist(), program.device.tolist(), durations)
     for k, ((w0, w1, w2), (_, a1, a2), device, duration) in enumerate(steps):
-        row = ends[k]  # the ready time is built in place, then the duration added
-        ready = ends[w0]
+        row = end_rows[k]  # the ready time is built in place, then the duration added
+        ready = end_rows[w0]
         for w, a in ((w1, a1), (w2, a2)):
             if w < K:
-                maximum(ready, add(ends[w], p2p, out=arrived) if a and sends else ends[w], out=row)
+                maximum(ready, add(end_rows[w], p2p, out=arrived) if a and sends else end_rows[w], out=row)
                 ready = row
         add(ready, duration, out=row)
-        add(busy[device], duration, out=busy[device])
+        add(busy_rows[device], duration, out=busy_rows[device])
     return busy
 
 
