@@ -81,12 +81,14 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     busy = np.full(schedule.shape, np.nan)
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
     index = np.flatnonzero(mask)
+    # every executed configuration's terms, one row each (gathered once, sliced per plan)
+    table = np.stack([np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index] for x in terms.values()],
+                     axis=1)
     for (code, p, micro, v), group in row_groups([schedule[mask], pp[mask], m[mask], vpp[mask]]):
         rows = index[group]
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        sub = np.stack([np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for x in terms.values()],
-                       axis=1)
+        sub = table[group]
         # configurations that differ only where the plan's times do not (the ZeRO stage, the optimizer) share
         # their pass times: the plan runs once per distinct row of times (each column runs alone)
         first, inverse = distinct_rows(sub)

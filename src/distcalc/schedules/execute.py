@@ -15,6 +15,7 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,17 @@ class Program:
     levels: tuple[tuple[int, int], ...]
     first: np.ndarray
     last: np.ndarray
+
+    @functools.cached_property
+    def steps(self) -> list[tuple[int, int, int, bool, bool, int]]:
+        """Per operation, as plain ints for the one-by-one loop: (waits 0–2, across 1–2, device)."""
+        return [(w0, w1, w2, a1, a2, d) for (w0, w1, w2), (_, a1, a2), d in
+                zip(self.waits.tolist(), self.across.tolist(), self.device.tolist())]
+
+    @functools.cached_property
+    def kind_stage(self) -> list[tuple[int, int]]:
+        """Per operation (kind index, stage) as plain ints."""
+        return list(zip(self.kind.tolist(), self.stage.tolist()))
 
 
 def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
@@ -231,7 +243,7 @@ def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> li
     """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
     the operation is one pass (nothing gathered), a computed row where it is an overlapped pair."""
     table = _pass_table(stage_arrays)
-    rows = [table[kind, stage] for kind, stage in zip(program.kind.tolist(), program.stage.tolist())]
+    rows = [table[kind, stage] for kind, stage in program.kind_stage]
     pairs = np.flatnonzero(program.kind < 0)
     if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
         _, first, inverse = np.unique(program.stage[pairs] * len(table[0]) + program.pair_stage[pairs],
@@ -281,8 +293,7 @@ def _run_one_by_one(program: Program, durations: list[np.ndarray], p2p: np.ndarr
     arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
     sends = bool(p2p.any())
     end_rows, busy_rows = list(ends), list(busy)  # row views made once, not per operation
-    steps = zip(program.waits.tolist(), program.across.tolist(), program.device.tolist(), durations)
-    for k, ((w0, w1, w2), (_, a1, a2), device, duration) in enumerate(steps):
+    for k, ((w0, w1, w2, a1, a2, device), duration) in enumerate(zip(program.steps, durations)):
         row = end_rows[k]  # the ready time is built in place, then the duration added
         ready = end_rows[w0]
         for w, a in ((w1, a1), (w2, a2)):
