@@ -13,6 +13,10 @@ from typing import Iterator
 import numpy as np
 
 
+#: Integer columns spanning fewer values than this are coded by their offset from the minimum.
+SMALL_SPAN = 1 << 16
+
+
 def row_groups(columns: list[np.ndarray]) -> Iterator[tuple[tuple[int, ...], np.ndarray]]:
     """Each distinct key of the integer ``columns`` (equal-length 1-d arrays) with the positions of its rows,
     ascending within a group; the groups come in ascending key order (as ``np.unique(..., axis=0)``)."""
@@ -20,9 +24,19 @@ def row_groups(columns: list[np.ndarray]) -> Iterator[tuple[tuple[int, ...], np.
         return
     codes, values = [], []
     for column in columns:
-        uniq, inverse = np.unique(column, return_inverse=True)
-        values.append(uniq)
-        codes.append(inverse.reshape(-1))
+        low, high = int(column.min()), int(column.max())
+        if high - low < SMALL_SPAN:  # small integer range: the offset is the code (no sort per column)
+            values.append(np.arange(low, high + 1))
+            codes.append(column.reshape(-1) - low)
+        else:
+            uniq, inverse = np.unique(column, return_inverse=True)
+            values.append(uniq)
+            codes.append(inverse.reshape(-1))
+    if np.prod([float(v.size) for v in values]) >= 2.0**62:  # the code space would overflow: compact it
+        for j, code in enumerate(codes):
+            present, codes[j] = np.unique(code, return_inverse=True)
+            values[j] = values[j][present]
+            codes[j] = codes[j].reshape(-1)
     combined = np.ravel_multi_index(codes, tuple(v.size for v in values))
     order = np.argsort(combined, kind="stable")
     ordered = combined[order]
