@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP_RUN  := $(VENV)/.installed-run
 STAMP_TEST := $(VENV)/.installed-test
 
-.PHONY: run test install install-dev clean bench
+.PHONY: run test test-fast install install-dev clean bench
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,13 @@ run: $(STAMP_RUN)
 	$(BIN)/distcalc analyze
 	@echo "The calculator as a web page: $(BIN)/distcalc serve   (then open http://127.0.0.1:8000/)"
 
-## test: install the dev extras and run the whole suite
+## test: install the dev extras and run the whole suite, the slow multi-process torch runs included (what CI runs)
 test: $(STAMP_TEST)
 	$(BIN)/python -m pytest -q -n 2 --dist loadgroup
+
+## test-fast: the suite without the multi-process torch runs marked slow (for quick local iterations)
+test-fast: $(STAMP_TEST)
+	$(BIN)/python -m pytest -q -n 2 --dist loadgroup -m "not slow"
 
 bench: $(STAMP_TEST)
 	$(BIN)/python benchmarks/simulate_scale.py

@@ -21,7 +21,7 @@ from distcalc.errors import ConfigError
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig
 from distcalc.validation.published import comparisons
-from distcalc.validation.published.mapping import attention_kernel
+from distcalc.validation.published.stack_kernels import attention_kernel
 from distcalc.validation.published.rows import published_runs
 
 H100 = load_device("h100-sxm")
@@ -119,7 +119,29 @@ def test_nemo_releases_with_cudnn_attention_off_and_sdpa_rows_map_to_flash2():
     for run in published_runs():
         flash2 = ("NeMo 24.03" in run.framework or "NeMo 24.07" in run.framework
                   or "SDPA flash" in run.config_details)
-        assert attention_kernel(run) is (AttentionKernel.FLASH2 if flash2 else AttentionKernel.FUSED), run.case_id
+        flash1 = "Megatron-LM @285068c8" in run.framework  # MegaScale's January 2023 baseline
+        expected = AttentionKernel.FLASH2 if flash2 else AttentionKernel.FLASH1 if flash1 else AttentionKernel.FUSED
+        assert attention_kernel(run) is expected, run.case_id
+
+
+def test_a100_flash1_is_half_the_flashattention2_rate_inside_the_published_band():
+    # Dao 2023 (FlashAttention-2) abstract: FlashAttention 1 reaches 25-40 % of A100 peak, FA2 is ~2x faster
+    a100 = load_device("a100-80gb")
+    fa1 = attention_kernel_device(a100, AttentionKernel.FLASH1)
+    for eta1, eta2 in ((fa1.flash_forward_efficiency, a100.flash_forward_efficiency),
+                       (fa1.flash_backward_efficiency, a100.flash_backward_efficiency)):
+        assert eta1 == pytest.approx(eta2 / 2) and 0.25 <= eta1 <= 0.40
+    fwd1, bwd1 = flash_attention_times(fa1, 16, 2048, 2048, 96, 96)
+    fwd2, bwd2 = flash_attention_times(a100, 16, 2048, 2048, 96, 96)
+    overhead = a100.kernel_overhead_s
+    assert (fwd1 - overhead) == pytest.approx(2 * (fwd2 - overhead)) and (bwd1 - overhead) == pytest.approx(
+        2 * (bwd2 - overhead))
+
+
+def test_flash1_exists_only_on_ga100_parts_and_is_refused_elsewhere_by_name():
+    with pytest.raises(ConfigError, match=r"attention kernel flash1: no published FlashAttention-1 rate for GPU "
+                                          r"'h100-sxm'; valid: fused \(any GPU\), flash1 on a100-40gb, a100-80gb"):
+        attention_kernel_device(H100, AttentionKernel.FLASH1)
 
 
 def test_long_sequence_cp_rows_within_the_issue_targets():
@@ -214,3 +236,16 @@ def test_allgather_cp_is_exposed_and_reported():
     assert cp["hidden_behind"] == "nothing (critical path)" and "all-gather" in cp["reason"]
     notes = {row["note"] for row in report.communication if row["dim"] == "cp"}
     assert {"all-gather K,V", "re-gather K,V", "reduce-scatter dK,dV"} <= notes
+
+
+@settings(max_examples=40, deadline=None)
+@given(heads=st.integers(1, 128), seq=st.integers(128, 32768), dim=st.sampled_from([64, 96, 128]),
+       causal=st.booleans())
+def test_flash1_is_never_faster_than_flash2_on_a100(heads, seq, dim, causal):
+    a100 = load_device("a100-80gb")
+    fa1 = attention_kernel_device(a100, AttentionKernel.FLASH1)
+    fa2 = attention_kernel_device(a100, AttentionKernel.FLASH2)
+    one = flash_attention_times(fa1, heads, seq, seq, dim, dim, causal)
+    two = flash_attention_times(fa2, heads, seq, seq, dim, dim, causal)
+    assert one[0] >= two[0] and one[1] >= two[1]
+    assert all(np.isfinite(x) and x > 0 for x in one)

@@ -13,10 +13,11 @@ from typer.testing import CliRunner
 
 from distcalc.bench.collectives import BenchCollective, aligned_size, busbw_factor, tier_groups
 from distcalc.bench.gemm import GemmConfig, layer_shapes
-from distcalc.bench.results import default_filename, hardware_tag, load_result_file
+from distcalc.bench.results import default_filename, hardware_tag
 from distcalc.bench.training import TrainingConfig
 from distcalc.cli import app
 from distcalc.errors import BenchError, ConfigError
+from distcalc.measurements import load_result_file
 
 pytestmark = pytest.mark.xdist_group("bench")
 

@@ -119,3 +119,23 @@ def test_calibrate_plot_overlays_measured_fit_and_model(tmp_path):
                                       "--cluster", "dgx-a100", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["plot_file"] == str(png) and png.stat().st_size > 10_000
+
+
+def test_plot_model_curve_is_timed_as_nccl_tests_times_each_run(monkeypatch):
+    # The log's first run is -g 8 (one thread launches eight kernels), the second mpirun -g 1: the NCCL-model curve
+    # of the first sits on the host launch floor (8 x 4.21 us, collective/nccl_launch.py) at small sizes.
+    import distcalc.plots_collective as plots
+    from distcalc.calibration import calibrate
+    from distcalc.cli.calibrate_cmd import _plot_nccl_tests
+    from distcalc.collective.nccl_launch import HOST_LAUNCH_S_PER_GPU
+
+    fits = calibrate([str(LOG)]).fits
+    assert [f["gpus_per_thread"] for f in fits] == [8, 1]
+    captured = {}
+    monkeypatch.setattr(plots, "plot_busbw_overlay", lambda series, path, title="": captured.update(series))
+    _plot_nccl_tests(fits, "unused.png", "dgx-a100")
+    floor_s = 8 * HOST_LAUNCH_S_PER_GPU["amd"]
+    sizes, busbw = captured["NCCL model all-reduce N=8 run 1 (dgx-a100)"]
+    assert busbw[0] == pytest.approx(sizes[0] / floor_s * 1.75)
+    sizes, busbw = captured["NCCL model all-reduce N=8 run 2 (dgx-a100)"]
+    assert busbw[0] > sizes[0] / floor_s * 1.75 * 2  # one launch per thread: the GPU time (15 us) sets it

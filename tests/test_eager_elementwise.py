@@ -10,6 +10,7 @@ from distcalc.analyze import AnalyzeOptions, ElementwiseKernels, analyze
 from distcalc.compute import load_device, model_dims
 from distcalc.compute.layer import (EAGER_EXTRA_KERNELS, EAGER_RMSNORM_BYTES, EAGER_ROPE_BYTES, EAGER_SWIGLU_BYTES,
                                     layer_times)
+from distcalc.compute.pytorch_layer import native_code_times
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig
 
@@ -34,12 +35,16 @@ def test_eager_llama_layer_moves_the_counted_extra_bytes():
                    + (EAGER_ROPE_BYTES - 4.0) * rope)
     expected = (extra_bytes / device.memory_bandwidth_bytes_per_s
                 + sum(EAGER_EXTRA_KERNELS.values()) * device.kernel_overhead_s)
+    # plus the Llama code's GQA key/value expansion copies (distcalc.compute.pytorch_layer)
+    expected += float(native_code_times(dims, device, 8192, 1, True)[0])
     assert eager_f - fused_f == pytest.approx(expected, rel=1e-9)
 
 
 def test_gpt_layers_are_unchanged_by_eager_kernels():
     # LayerNorm and GeLU are single native kernels in eager PyTorch; GPT-3 has no RoPE
-    assert _elementwise_s("gpt3-175b", True) == _elementwise_s("gpt3-175b", False)
+    # (the backward elementwise is backward - wgrad - dgrad: eager writes 16-bit weight gradients, so the
+    # subtraction rounds differently in the last bit)
+    assert _elementwise_s("gpt3-175b", True) == pytest.approx(_elementwise_s("gpt3-175b", False), rel=1e-12)
 
 
 def test_eager_step_is_slower_and_default_is_fused():

@@ -127,3 +127,27 @@ def test_uneven_ends_hold_every_layer_once(pp, first, last, per_stage):
     layers = first + last + per_stage * (pp - given)
     counts = [float(_stage_layer_count(layers, s, pp, 0, first, last)) for s in range(pp)]
     assert sum(counts) == layers and min(counts) >= 1
+
+
+@SETTINGS
+@given(configs(), st.sampled_from([0, 1, 2, 3]), st.sampled_from([0.0, 2.0, 6.0, 12.0]),
+       st.sampled_from([0, 10**8, 10**9]))
+def test_optimizer_step_buffers_keep_the_bases_ordered_and_shrink_with_sharding(case, zero, per_param, bucket):
+    """The optimizer step's tensors (MemoryOptions.step_*) are never negative, add to the total, keep allocated
+    <= reserved <= device on every stage, and per optimizer-shard parameter shrink as ZeRO shards more."""
+    from distcalc.memory import MemoryBasis, MemoryOptions
+
+    name, kwargs = case
+    config = ParallelConfig(**kwargs, zero=zero)
+    options = MemoryOptions(step_buffer_bytes_per_parameter=per_param, step_bucket_bytes=bucket)
+    plain, stepped = memory_report(name, config), memory_report(name, config, options=options)
+    for a, b in zip(plain.stages, stepped.stages):
+        assert b.optimizer_step_buffers_bytes >= bucket
+        assert b.total_bytes == a.total_bytes + b.optimizer_step_buffers_bytes
+        allocated, reserved = b.peak_bytes(MemoryBasis.ALLOCATED), b.peak_bytes(MemoryBasis.RESERVED)
+        assert 0 < allocated <= reserved * (1 + 1e-12) and reserved <= b.peak_bytes(MemoryBasis.DEVICE)
+        assert allocated >= a.peak_bytes(MemoryBasis.ALLOCATED) * (1 - 1e-12)
+    if zero >= 1 and kwargs["dp"] > 1 and per_param > 0:
+        unsharded = memory_report(name, ParallelConfig(**kwargs, zero=0), options=options)
+        for a, b in zip(unsharded.stages, stepped.stages):
+            assert b.optimizer_step_buffers_bytes < a.optimizer_step_buffers_bytes

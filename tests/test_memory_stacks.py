@@ -63,6 +63,9 @@ def test_stack_options_leave_other_fields_and_the_plain_stack_unchanged():
     assert opts.comm_buffer_bytes == 7 * MIB
     assert opts.recipe is Recipe.MIXED_16BIT_GRADS and opts.cuda_context_bytes == EAGER_CUDA_CONTEXT_BYTES
     assert opts.allocator_reserve_fraction == pytest.approx(0.15 / 0.85)
+    assert (opts.step_buffer_bytes_per_parameter, opts.step_bucket_bytes) == (6.0, 500_000_000 * 2)
+    bf16 = stack_memory_options(deepspeed_zero=True, fp32_grad_accumulation=True)  # BF16_Optimizer: its own step
+    assert (bf16.step_buffer_bytes_per_parameter, bf16.step_bucket_bytes) == (0.0, 0)
 
 
 def test_deepspeed_stack_halves_gradient_bytes_and_adds_the_eager_context():
@@ -75,11 +78,19 @@ def test_deepspeed_stack_halves_gradient_bytes_and_adds_the_eager_context():
     assert b.gradients_bytes == pytest.approx(a.gradients_bytes / 2)
     assert b.weights_bytes == a.weights_bytes and b.optimizer_bytes == a.optimizer_bytes
     assert b.cuda_context_bytes == EAGER_CUDA_CONTEXT_BYTES
-    rest = b.total_bytes - b.allocator_reserve_bytes
+    # the ZeRO-1 step's flat 16-bit + fp32 gradient copies (6 B per optimizer-shard parameter, dp 4) and the
+    # 5e8-element 16-bit reduce bucket: new segments, outside the fragmentation reserve
+    assert b.optimizer_step_buffers_bytes == pytest.approx(6.0 * b.parameters / 4 + 1e9)
+    assert a.optimizer_step_buffers_bytes == 0.0
+    rest = b.total_bytes - b.allocator_reserve_bytes - b.optimizer_step_buffers_bytes
     assert b.allocator_reserve_bytes == pytest.approx(0.15 / 0.85 * rest)
-    # the reserve counts on the reserved and device bases only
+    # the reserve counts on the reserved and device bases only; allocated is the steady state or the model
+    # states with the step's tensors, whichever is more
+    states = b.weights_bytes + b.gradients_bytes + b.optimizer_bytes
     assert b.peak_bytes(MemoryBasis.ALLOCATED) == pytest.approx(
-        b.weights_bytes + b.gradients_bytes + b.optimizer_bytes + b.activations_bytes)
+        max(states + b.activations_bytes, states + b.optimizer_step_buffers_bytes))
+    assert b.peak_bytes(MemoryBasis.RESERVED) == pytest.approx(
+        b.total_bytes - b.communication_buffers_bytes - b.cuda_context_bytes)
 
 
 def test_bloom_rows_describe_megatron_deepspeed_and_flagperf_rows_megatron_core():
@@ -89,7 +100,10 @@ def test_bloom_rows_describe_megatron_deepspeed_and_flagperf_rows_megatron_core(
     assert bloom.memory_options.allocator_reserve_fraction == pytest.approx(0.15 / 0.85)  # full recompute
     assert bloom.options.grad_reduce_bytes == 2  # DeepSpeed reduces the 16-bit param.grad
     flagperf = run_inputs(RUNS["flagperf_l3_8b_h100_pp1dp4tp2"])  # Megatron-Core 0.6, CUDA 12, no recompute
-    assert flagperf.memory_options == MemoryOptions()
+    # DGX H100 (NVLS), TP 2, DP 4 in one node: world 688 + 8 x 192, TP 544, DP and Megatron-Core's loss-averaging
+    # DP group 688 + 4 x 192 each (distcalc.memory.nccl_buffers)
+    nccl = (688 + 8 * 192 + 544 + 2 * (688 + 4 * 192)) * MIB
+    assert flagperf.memory_options == MemoryOptions(comm_buffer_bytes=nccl)
     assert flagperf.options.grad_reduce_bytes == 4
 
 
@@ -125,8 +139,14 @@ def test_flagperf_rows_keep_megatrons_default_dropout_like_its_other_defaults():
     # pretrain_llama3.sh passes no --hidden-dropout / --attention-dropout: Megatron's 0.1 defaults run
     spec = run_inputs(RUNS["flagperf_l3_8b_a800_pp2dp4tp1"]).spec
     assert spec.hidden_dropout == 0.1 and spec.attention_dropout == 0.1 and spec.mlp_bias
-    bloom = run_inputs(RUNS[BLOOM]).spec  # the row states no dropout and is not a Megatron-defaults script
-    assert bloom.hidden_dropout == 0.0 and bloom.attention_dropout == 0.0
+    assert spec.embedding_dropout == 0.1  # Megatron's embedding dropout is the hidden dropout
+    # BigScience's tr11 README: "The default Megatron-LM dropout settings are inherited" (the slurm script passes
+    # no dropout flag), although the BLOOM rows' dropout column says false
+    bloom = run_inputs(RUNS[BLOOM])
+    assert bloom.spec.hidden_dropout == bloom.spec.attention_dropout == bloom.spec.embedding_dropout == 0.1
+    assert any("dropout" in a for a in bloom.assumptions)
+    titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).spec  # no dropout, no such statement
+    assert titan.hidden_dropout == titan.embedding_dropout == 0.0
 
 
 def test_cli_takes_the_stack_numbers_as_options():
@@ -146,3 +166,28 @@ def test_cli_takes_the_stack_numbers_as_options():
     assert memory["bytes_per_parameter"]["gradients"] == 6 and memory["bytes_per_parameter"]["total"] == 20
     assert memory["cuda_context_bytes"] == EAGER_CUDA_CONTEXT_BYTES
     assert memory["total_bytes"] / 2**30 == pytest.approx(52.86, abs=0.01)
+
+
+def test_cli_takes_the_optimizer_step_buffers_and_shows_their_line_only_when_set():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["memory", "--model", "bloom-176b", "--gpu", "a100-80gb", "--gpus", "384", "--tp", "8", "--pp", "12",
+            "--dp", "4", "--micro-batch", "2", "--global-batch", "2048", "--seq-len", "2048", "--recompute", "full",
+            "--zero", "1", "--no-flash-attention", "--account-for-embedding-and-loss", "--recipe",
+            "mixed-16bit-grads"]
+    step = ["--step-buffer", "6", "--step-bucket", "1e9"]
+    plain, with_step = (CliRunner().invoke(app, args + extra + ["--json"]) for extra in ([], step))
+    assert plain.exit_code == with_step.exit_code == 0, with_step.output
+    a, b = (json.loads(r.stdout)["memory"]["stages"][0] for r in (plain, with_step))
+    # stage 0: 5 layers of 12 h^2 / t (+ biases, norms) and the V h / t embedding, optimizer sharded over dp 4
+    assert b["optimizer_step_buffers_bytes"] == pytest.approx(6 * b["parameters"] / 4 + 1e9)
+    assert b["total_bytes"] - a["total_bytes"] == pytest.approx(b["optimizer_step_buffers_bytes"])
+    assert a["optimizer_step_buffers_bytes"] == 0.0
+    tables = [CliRunner().invoke(app, args + extra).stdout for extra in ([], step)]
+    assert "optimizer-step buffers" not in tables[0] and "optimizer-step buffers" in tables[1]
+    bad = CliRunner().invoke(app, args + ["--step-bucket", "12x"])
+    assert bad.exit_code == 2 and "--step-bucket" in bad.output

@@ -56,7 +56,8 @@ def test_mla_forward_slope_and_backward_reproduce_the_preset():
 
 def test_mla_attention_time_against_measured_b200():
     """Golden: DeepSeek-V2/V3's attention (128 heads, s = 4096, d_qk 192, d_v 128) within 12 % of the measured
-    forward and backward kernel times; the d_qk = d_v efficiencies would be > 25 % too fast."""
+    forward and backward kernel times; the d_qk = d_v efficiencies would be too fast: > 25 % backward, > 10 %
+    forward (the d = 128 forward rate, 0.60 of peak, is held to B200's power-limited 1.09 PF)."""
     device = load_device("b200", "bf16")
     row = next(r for r in _rows() if r["heads"] == "128" and r["d_qk"] == "192")
     fwd, bwd = flash_attention_times(device, 128, 4096, 4096, 192, 128)
@@ -65,7 +66,7 @@ def test_mla_attention_time_against_measured_b200():
     plain = DeviceCompute(**{**device.__dict__, "flash_mla_forward_efficiency": None,
                              "flash_mla_backward_efficiency": None})
     fwd0, bwd0 = flash_attention_times(plain, 128, 4096, 4096, 192, 128)
-    assert fwd0 / _measured_s(row, False) - 1 < -0.25 and bwd0 / _measured_s(row, True) - 1 < -0.25
+    assert fwd0 / _measured_s(row, False) - 1 < -0.10 and bwd0 / _measured_s(row, True) - 1 < -0.25
 
 
 def test_mla_efficiency_only_for_unequal_widths_and_measured_devices():
@@ -156,7 +157,10 @@ def test_mla_projection_chain():
     assert [g[2] for g in eight.gemms] == [1536, 128 * 192 / 8, 576, 128 * 256 / 8]
     assert sum(g[2] * g[3] for g in one.gemms) == pytest.approx(d.qkv_width * d.hidden, rel=1e-3)
     assert one.latent_norms == 2 and one.latent_norm_elements == 4096 * (1536 + 512)
-    assert one.rope_elements == 4096 * (128 * 64 + 64)
+    # fused MLA RoPE: q's rotary part in place (64 per head) + rotary_fwd_kv_kernel building key and value
+    # (reads 128 + 128, writes 192 + 128 per head: 288 four-byte elements) + the shared rotary key
+    assert one.rope_elements == 4096 * (128 * (64 + (128 + 192 + 2 * 128) / 2) + 64)
+    assert eight.rope_elements == 4096 * (128 * (64 + 288) / 8 + 64)
 
 
 def test_gqa_keeps_the_fused_qkv_gemm():

@@ -90,3 +90,15 @@ def test_time_positive_and_monotone(log_size, kind, gpus, version):
         return
     assert 0 < small.time_s < float("inf") and small.latency_term_s >= 0 and small.bandwidth_term_s >= 0
     assert big.model_time_s >= small.model_time_s * (1 - 1e-9)  # NCCL's own estimate never drops with size
+
+
+def test_no_nvls_with_two_gpus_per_node():
+    # nvls.cc ncclNvlsInit (2.18.5 and 2.20.5): NVLS stays off when the node has <= 2 GPUs of the communicator, so
+    # NCCL_ALGO=NVLS leaves nothing to run: 2.20.5 falls back to Ring, 2.18.5 reports no algorithm.
+    cluster = load_cluster("dgx-h100")
+    assert NcclAlgo.NVLS not in graphs(nccl_system(cluster, 2), NcclVersion.V2_20_5)
+    assert NcclAlgo.NVLS in graphs(nccl_system(cluster, 3), NcclVersion.V2_20_5)
+    two = nccl_system(cluster, 2)
+    assert nccl_estimate(two, "all-reduce", 1 << 26, NcclVersion.V2_20_5, [NcclAlgo.NVLS]).algorithm == NcclAlgo.RING
+    with pytest.raises(AlgorithmError, match="no NCCL algorithm"):
+        nccl_estimate(two, "all-reduce", 1 << 26, NcclVersion.V2_18_5, [NcclAlgo.NVLS])

@@ -43,9 +43,10 @@ def test_8gib_golden(vm, algorithm, protocol, busbw, tolerance):
 
 def test_geomean_error_per_series_as_reported():
     # Issue target: <= 0.05. Tuner time alone: A100 0.372, H100 0.297, H200 0.232; NVLS as executed
-    # (nccl_nvls): H100 0.056, H200 0.027; A100 (Ring, NCCL's tuner) unchanged.
+    # (nccl_nvls): H100 0.056, H200 0.027; A100 (Ring, NCCL's tuner) with the -g 8 host launch floor of a DGX A100
+    # (nccl_launch, 33.7 us): 0.372 -> 0.219 (the 4-128 MiB rows, +26 to +55 %, are the GPUs' and stay).
     geomean = geomean_abs_error(ROWS)
-    assert geomean["ND_A100_v4"] == pytest.approx(0.372, abs=0.01)
+    assert geomean["ND_A100_v4"] == pytest.approx(0.219, abs=0.01)
     assert geomean["ND_H100_v5"] == pytest.approx(0.056, abs=0.005)
     assert geomean["ND_H200_v5"] == pytest.approx(0.027, abs=0.005)
 
@@ -57,17 +58,20 @@ def test_validate_cli_runs_the_set():
 
 
 def test_published_a100_log_with_and_without_single_process_launch():
-    # NCCL's model on the published 8x A100 log: -g 8 (one thread launches 8 kernels per all-reduce, ~39 us floor)
-    # is 58 % off in geomean; the same host with one process per GPU (mpirun -g 1) 24 %; both within 10 % from
-    # 1 GiB up (512 MiB of the -g 8 run has out-of-place 4.63 ms vs in-place 4.25 ms: +11.8 % on their mean).
+    # NCCL's model on the published 8x A100 log: -g 8 (one thread launches 8 kernels per all-reduce, ~39 us floor
+    # here, 33.7 us on the DGX A100 the launch floor is measured on) is 58 % off in geomean with the GPU time alone
+    # and 19 % with the launch floor; the same host with one process per GPU (mpirun -g 1, floor one launch) 24 %;
+    # both within 10 % from 1 GiB up (512 MiB of the -g 8 run has out-of-place 4.63 ms vs in-place 4.25 ms).
     rows = log_rows()
     assert len(rows) == 60 and len(CASE_SETS["nccl-tests-a100"]()) == 60
     geomean = geomean_abs_error(rows)
-    assert geomean["one process, -g 8"] == pytest.approx(0.579, abs=0.01)
+    assert geomean["one process, -g 8"] == pytest.approx(0.191, abs=0.01)
     assert geomean["mpirun -np 8, -g 1"] == pytest.approx(0.238, abs=0.01)
     for row in rows:
         if row["size_bytes"] >= 1 << 30:
             assert abs(row["predicted_GBps"] / row["measured_GBps"] - 1) <= 0.10, row
+        if row["vm"] == "one process, -g 8" and row["size_bytes"] <= 16 << 10:  # host-bound: 33.7 vs 38.4-42.1 us
+            assert 0.15 <= row["predicted_GBps"] / row["measured_GBps"] - 1 <= 0.22, row
 
 
 def test_calibrate_set_scores_the_fit_on_its_own_log():

@@ -136,20 +136,55 @@ def test_mixtral_style_moe_detail_reads_experts_and_top_k():
 def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
     """torchtitan (no compile, plain rmsnorm) and the IBM FSDP blog's fms-fsdp runs (before its torch.compile
     follow-up) price RMSNorm/SwiGLU/RoPE as eager ops and attention as SDPA's FlashAttention-2 (flash2); FSDP2 rows copy
-    per parameter, FSDP1 rows do not; Megatron rows keep fused kernels."""
+    per parameter, FSDP1 rows concatenate their flat gradient; Megatron rows keep fused kernels. Both step
+    PyTorch's foreach AdamW; fms-fsdp's 7B runs HSDP within the node (its README's benchmark table), its 70B
+    FULL_SHARD."""
     ibm = run_inputs(RUNS["ibmfsdp_7b_h100_96g"]).options
     titan = run_inputs(RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]).options
     megatron = run_inputs(RUNS["nara21_1p7b"]).options
     assert ibm.elementwise_kernels is titan.elementwise_kernels is ElementwiseKernels.EAGER
-    assert megatron.elementwise_kernels is ElementwiseKernels.FUSED
+    assert megatron.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL  # SC21 code: local linears
     assert ibm.attention_kernel is titan.attention_kernel is AttentionKernel.FLASH2
     assert megatron.attention_kernel is AttentionKernel.FUSED
-    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT)
+    assert (titan.fsdp_sharding, ibm.fsdp_sharding) == (FsdpSharding.PER_PARAMETER, FsdpSharding.FLAT_PARAMETER)
+    assert (ibm.fsdp_shard_size, titan.fsdp_shard_size) == (8, 0)
+    assert run_inputs(RUNS["ibmfsdp_70b_h100_96g"]).options.fsdp_shard_size == 0
+    assert run_inputs(RUNS["ibmfsdp_7b_a100_128g"]).memory_options.zero_shard_size == 8
+    assert ibm.optimizer_bytes_per_parameter == titan.optimizer_bytes_per_parameter == 96.0
+    assert megatron.optimizer_bytes_per_parameter == 38.0 and megatron.grad_buffer_zero_bytes_per_parameter == 4.0
 
 
-def test_zero_bubble_rows_run_megatron_local_linears():
-    """The Zero Bubble fork requires ``--transformer-impl local``: its rows price the unfused bias kernels;
-    other Megatron rows keep the fused default."""
-    zb = run_inputs(RUNS["zb_T4_1p5B_8g_m24_b6_1f1b"]).options
-    assert zb.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL
-    assert run_inputs(RUNS["nara21_1p7b"]).options.elementwise_kernels is ElementwiseKernels.FUSED
+def test_megatron_stacks_without_transformer_engine_run_megatron_local_linears():
+    """The Zero Bubble fork requires ``--transformer-impl local``; Narayanan 2021 (SC21 code) and MegaScale's
+    Megatron-LM 285068c8 baseline predate TransformerEngine in Megatron-LM, and Megatron-DeepSpeed (BLOOM)
+    has no TransformerEngine: their rows price the unfused bias
+    kernels. Megatron-Core / TransformerEngine / NeMo rows keep the fused default."""
+    for run in RUNS.values():
+        local = ("sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or run.source in (
+            "Narayanan2021_Table1", "MegaScale2024_Table2_MegatronLM_baseline"))
+        if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
+            continue
+        try:
+            options = run_inputs(run).options
+        except NotExpressible:
+            continue
+        expected = ElementwiseKernels.MEGATRON_LOCAL if local else ElementwiseKernels.FUSED
+        assert options.elementwise_kernels is expected, run.case_id
+
+
+def test_fp16_megatron_rows_reduce_gradients_in_fp16_and_bf16_rows_in_fp32():
+    """Megatron-LM's local DDP keeps gradients in the parameter dtype unless
+    --accumulate-allreduce-grads-in-fp32, which only bf16 forces; the SC21 fp16 scripts do not pass it (and
+    PyTorch DDP reduces param.grad): 2 bytes. MegaScale's bf16 baseline reduces fp32 main_grad buffers."""
+    assert run_inputs(RUNS["nara21_1p7b"]).options.grad_reduce_bytes == 2
+    assert run_inputs(RUNS["nara21_1008b"]).options.grad_reduce_bytes == 2
+    assert run_inputs(RUNS["megascale_mlm_256g_b768"]).options.grad_reduce_bytes == 4
+
+
+def test_the_out_of_memory_row_says_whether_distcalc_agrees():
+    # FlagPerf's A800 ablation PP1 DP8 TP1 ran out of memory; distcalc's nvidia-smi-basis peak must exceed 80 GiB
+    oom = next(c for c in comparisons() if c.run.case_id == "flagperf_l3_8b_a800_pp1dp8tp1_oom")
+    assert oom.predicted_step_s is None
+    assert "agrees it cannot fit" in oom.reason and "on the 80 GiB device" in oom.reason
+    others = [c for c in comparisons() if c.predicted_step_s is None and c.run.case_id != oom.run.case_id]
+    assert all("cannot fit" not in c.reason for c in others)

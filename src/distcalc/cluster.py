@@ -34,6 +34,9 @@ class LinkSpec(BaseModel):
     collective_overhead_s: float = Field(
         0.0, ge=0, description="per-collective time beyond the α-β cost measured in back-to-back collectives "
         "(launch and stream synchronisation of torch.distributed NCCL calls); 0: not measured")
+    alltoall_efficiency: float | None = Field(
+        None, gt=0, le=1, description="η of AllToAll where measured apart (NCCL's all-to-all reaches a lower "
+        "fraction of B than its ring collectives on NVSwitch); None: η")
     source: str = Field("", description="datasheet / paper / measurement the numbers come from")
 
 
@@ -108,6 +111,7 @@ def load_link(name: str | dict[str, Any]) -> LinkSpec:
         efficiency=float(entry.get("efficiency", 1.0)),
         pipeline_chunk_bytes=float(parse_size(entry.get("pipeline_chunk", 0), allow_zero=True)),
         collective_overhead_s=parse_time(entry["collective_overhead"]) if "collective_overhead" in entry else 0.0,
+        alltoall_efficiency=float(entry["alltoall_efficiency"]) if "alltoall_efficiency" in entry else None,
         source=entry.get("source", ""),
     )
 

@@ -15,10 +15,9 @@ from typing import Any
 import numpy as np
 
 from distcalc.collective.types import Algorithm, CollectiveCost, as_size
-from distcalc.topology import Topology, TopologyKind
+from distcalc.topology import Topology, kind_traits
 
 SEND_RECV = "send-recv"
-_DIRECT = (TopologyKind.RING, TopologyKind.MESH, TopologyKind.TORUS)
 
 
 def send_recv_cost(size_bytes: Any, topo: Topology, src: int = 0, dst: int = 1) -> CollectiveCost:
@@ -34,7 +33,7 @@ def send_recv_cost(size_bytes: Any, topo: Topology, src: int = 0, dst: int = 1) 
                               0 if np.ndim(m) == 0 else np.zeros(np.shape(m), dtype=int), zero, "F27")
     gpu_hops = sum(1 for link in route if isinstance(link.dst, int))
     slowest = min(link.bandwidth_bytes_per_s for link in route)
-    if topo.kind in _DIRECT:
+    if kind_traits(topo.kind).direct:
         latency = topo.latency_s + (gpu_hops - 1) * topo.hop_latency_s
     else:
         latency = sum(link.latency_s for link in route) + (gpu_hops - 1) * topo.hop_latency_s

@@ -30,7 +30,10 @@ tier.
 The same ring-like collectives also pay the link's ``collective_overhead_s`` once each (the larger of the
 two tiers' on a hierarchical group): what one collective costs beyond the α-β model when a framework issues
 them back to back through ``torch.distributed`` (kernel launch, the NCCL stream's event synchronisation with
-the compute stream). SimuMax measured it on a DGX B200 (32 MiB AllReduce / AllGather / ReduceScatter in
+the compute stream). An in-node link may state the all-to-all's own η (``alltoall_efficiency``): NCCL's
+all-to-all sends N − 1 point-to-point messages per rank and reaches a lower share of NVSwitch bandwidth than
+its rings (DGX B200: 0.597 against 0.673 of 900 GiB/s, SimuMax's nccl-tests fits); AllToAll on such a group
+runs on that η·B. SimuMax measured the overhead on a DGX B200 (32 MiB AllReduce / AllGather / ReduceScatter in
 bursts of 20 at 2, 4 and 8 ranks, minus its nccl-tests α-β fit: 22.2, 23.1, 25.6 µs; MooreThreads/SimuMax
 ``configs/system/b200_bf16_ceperm.json``, ``tools/b200/build_current_machine_system_config.py``); links
 without a measurement carry 0.
@@ -41,7 +44,7 @@ from __future__ import annotations
 from collections import Counter
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -71,6 +74,8 @@ class GroupPlacement:
     preferred_algorithm: str = "auto"  #: the cluster's library algorithm where valid (NCCL: ring)
     #: per-collective overhead of the group's link (:attr:`distcalc.cluster.LinkSpec.collective_overhead_s`)
     collective_overhead_s: float = 0.0
+    #: AllToAll's effective bandwidth over the topology's η·B (the link's measured all-to-all η / η; 1: same η)
+    alltoall_bandwidth_scale: float = 1.0
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary (design §4 ``topology`` field)."""
@@ -142,8 +147,10 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
         else:
             topo = make_topology(TopologyKind.SWITCH, size, intra_bw, cluster.intra.latency_s,
                                  in_network_reduction=inr)
+        a2a = cluster.intra.alltoall_efficiency
         return GroupPlacement(dim, size, stride, 1, size, topo, intra_bw, cluster.intra.pipeline_chunk_bytes, "intra",
-                              cluster.collective_algorithm, cluster.intra.collective_overhead_s)
+                              cluster.collective_algorithm, cluster.intra.collective_overhead_s,
+                              a2a / cluster.intra.efficiency if a2a is not None else 1.0)
     if cluster.inter is None or cluster.inter_bandwidth_per_gpu_bytes_per_s == 0:
         raise ConfigError(f"cluster {cluster.name!r} has no inter-node link but the {dim.value} group spans "
                           f"{nodes} nodes (size {size}, stride {stride}, {g} GPUs per node)")
@@ -220,6 +227,8 @@ def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPl
     if kind == Comm.SEND_RECV:
         cost = send_recv_cost(m, topo, 0, topo.gpus - 1 if topo.gpus > 1 else 0)
         return np.where(m > 0, cost.time_s, 0.0), "p2p"
+    if kind == Comm.ALL_TO_ALL and placement.alltoall_bandwidth_scale != 1.0:
+        topo = replace(topo, bandwidth_bytes_per_s=topo.bandwidth_bytes_per_s * placement.alltoall_bandwidth_scale)
     collective = CollectiveKind(kind.value)
     if algorithm == "auto" and placement.preferred_algorithm != "auto" and placement.preferred_algorithm in {
             a.value for a in valid_algorithms(collective, topo)}:

@@ -35,9 +35,15 @@ import numpy as np
 #: σ of per-GPU compute speed, from Sinha et al. 2022's 8 % whisker-to-whisker spread (see module docstring).
 DEFAULT_GPU_SPEED_CV = 0.08 / (2 * 2.698)
 
-_GRID = np.linspace(-12.0, 12.0, 24001)
-_PDF = np.exp(-0.5 * _GRID * _GRID) / math.sqrt(2.0 * math.pi)
-_LOG_CDF = np.log(np.maximum(0.5 * np.array([math.erfc(-x / math.sqrt(2.0)) for x in _GRID]), 1e-300))
+
+@lru_cache(maxsize=1)
+def _normal_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The integration grid on [-12, 12] with the standard normal density and log CDF on it (built on first
+    use, not at import: 24,001 ``erfc`` calls)."""
+    grid = np.linspace(-12.0, 12.0, 24001)
+    pdf = np.exp(-0.5 * grid * grid) / math.sqrt(2.0 * math.pi)
+    log_cdf = np.log(np.maximum(0.5 * np.array([math.erfc(-x / math.sqrt(2.0)) for x in grid]), 1e-300))
+    return grid, pdf, log_cdf
 
 
 @lru_cache(maxsize=4096)
@@ -46,8 +52,9 @@ def expected_max_standard_normal(n: int) -> float:
     (absolute error < 1e-6 for n ≤ 10⁷)."""
     if n <= 1:
         return 0.0
-    density = n * _PDF * np.exp((n - 1) * _LOG_CDF)
-    return float(np.trapezoid(_GRID * density, _GRID))
+    grid, pdf, log_cdf = _normal_grid()
+    density = n * pdf * np.exp((n - 1) * log_cdf)
+    return float(np.trapezoid(grid * density, grid))
 
 
 def slowest_gpu_factor(gpus: Any, speed_cv: float) -> Any:

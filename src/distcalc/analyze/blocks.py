@@ -13,12 +13,14 @@ models are the expensive parts, and a search batch holds few distinct micro-batc
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
+from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.analyze.tp_overlap import userbuffers_exposure
@@ -117,6 +119,20 @@ def _mix(dense, moe, frac: float, field: str) -> np.ndarray:
     return np.asarray(value, dtype=float)
 
 
+def stage_moe_layers(d: ModelDims, lps_first: np.ndarray, lps_mid: np.ndarray,
+                     lps_last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """MoE layers held by the first, the busiest middle and the last pipeline stage, the layers in order
+    (DeepSeek's dense layers come first: ``first_k_dense_replace``, Megatron-Core ``--moe-layer-freq``): the
+    first stage holds layers [0, lps_first), the last [L − lps_last, L); a middle stage at most lps_mid of the
+    MoE layers between them. A single stage holds them all."""
+    L = d.layers
+    first = np.clip(np.rint(lps_first), 0, L).astype(np.int64)
+    last_start = np.clip(L - np.rint(lps_last), 0, L).astype(np.int64)
+    middle = np.minimum(np.rint(lps_mid), np.maximum(d.moe_layers_between(first, np.maximum(last_start, first)), 0))
+    return (d.moe_layers_between(0, first).astype(float), middle.astype(float),
+            d.moe_layers_between(last_start, L).astype(float))
+
+
 def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, c: dict[str, np.ndarray],
                       o: AnalyzeOptions, memo: dict | None = None) -> dict[str, Any]:
     """Per-layer and head quantities of one micro-batch (see module docstring). ``memo``: placements
@@ -185,7 +201,14 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
                cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
-    heads = head_times(d, device, b, s, tp, cp, sp)
+    # what one MoE layer costs beyond a dense one (compute with recomputation; its EP AllToAll apart), for the
+    # stages that hold more or fewer MoE layers than the model's average (analyze.core, stage_moe_layers)
+    both = dense is not None and moe is not None
+    out["moe_extra_compute"] = np.asarray(slowest * sum(
+        _mix(dense, moe, 1.0, f) - _mix(dense, moe, 0.0, f) for f in ("forward_s", "backward_s", "recompute_s"))
+        if both else np.zeros(shape), dtype=float)
+    out["ep_per_moe_layer"] = ep_all / frac if frac else np.zeros(shape)
+    heads = head_times(d, device, b, s, tp, cp, sp, o.cross_entropy)
     out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
                emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
                out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),
@@ -327,6 +350,18 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
                 zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
                     priced[len(msgs) + len(sync):])})
     out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
+    out["zero_group"] = out["dp_group"]  # ranks ZeRO-3 shards the states over (HSDP: the shard group)
+    out["ar_unit"] = out["ar_root"] = np.zeros(shape)
+    out["grad_rs3"] = out["grad_rs"]  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
+    if o.fsdp_shard_size:  # HSDP: ZeRO-3 messages on the shard / replicate groups (distcalc.analyze.hsdp)
+        layer, root = fsdp_unit_parameters(d, c, ones)
+        out.update(hsdp_times(cluster, keys, o.fsdp_shard_size, params, layer, root, o.grad_reduce_bytes,
+                              o.param_gather_bytes, ones, memo))
+        hsdp = {"grad_rs": "grad_rs3", "ag3_f": "ag3_f", "ag3_b": "ag3_b"}
+        where = (f" (HSDP: shard group of {o.fsdp_shard_size}" + {"grad_rs": " + replicate-group AllReduce)"}
+                 .get(name, ")") for name in names)
+        entries = [(replace(msg, note=msg.note + next_where), out[hsdp[name]], algos) if name in hsdp
+                   else (msg, times, algos) for name, next_where, (msg, times, algos) in zip(names, where, entries)]
     out["edp_group"] = np.asarray(edp.size, dtype=float)
     out["params_gpu"] = np.asarray(params, dtype=float)
     out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones

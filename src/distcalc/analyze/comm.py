@@ -84,7 +84,7 @@ def calibrated_placement(placement: GroupPlacement, kind: Comm, calibration: Cal
     fit = calibration.fit_for(kind.value, fill_tier)
     # the fitted t = a + c·M already holds the per-collective overhead, like the fill
     return dataclasses.replace(placement, topology=topo, pipeline_chunk_bytes=0.0, preferred_algorithm=fit.algorithm,
-                               collective_overhead_s=0.0)
+                               collective_overhead_s=0.0, alltoall_bandwidth_scale=1.0)
 
 
 def segment_bounds(calibration: Calibration) -> np.ndarray:
@@ -164,7 +164,8 @@ def cost_signature(placement: GroupPlacement) -> tuple:
     """What :func:`distcalc.placement.effective_time_s` reads of a placement: groups of any dimension and
     stride with equal signatures cost the same, so their sizes are priced in one call."""
     return (placement.topology, placement.size, placement.pipeline_chunk_bytes,
-            placement.fill_bandwidth_bytes_per_s, placement.preferred_algorithm, placement.collective_overhead_s)
+            placement.fill_bandwidth_bytes_per_s, placement.preferred_algorithm, placement.collective_overhead_s,
+            placement.alltoall_bandwidth_scale)
 
 
 def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim, GroupKey],

@@ -42,11 +42,11 @@ from typing import Any
 import numpy as np
 
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
-                                     micro_batch_block, run_block)
+                                     micro_batch_block, run_block, stage_moe_layers)
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
-from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure
+from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
 from distcalc.calibration import calibrated_device
@@ -91,9 +91,17 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
     single = pp == 1
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
-    first_base = lps_first * per_layer + first + np.where(single, last, 0.0)
-    last_base = lps_last * per_layer + last + np.where(single, first, 0.0)
-    mid_base = np.where(pp >= 3, lps_mid * per_layer, 0.0)
+    # a stage holding more MoE layers than the model's average share pays each one's extra compute and its EP
+    # AllToAll (DeepSeek's dense layers sit on the first stage; blocks.stage_moe_layers)
+    moe_t, moe_m, moe_f = stage_moe_layers(d, lps_first, lps_mid, lps_last)
+    frac = d.moe_layers / d.layers
+    extra_t, extra_m, extra_f = ((n - lps_x * frac) * mb["moe_extra_compute"]
+                                 for n, lps_x in ((moe_t, lps_first), (moe_m, lps_mid), (moe_f, lps_last)))
+    ep_t, ep_m, ep_f = (n * mb["ep_per_moe_layer"] for n in (moe_t, moe_m, moe_f))
+    per_layer_no_ep = per_layer - mb["ep_all"]
+    first_base = lps_first * per_layer_no_ep + ep_t + extra_t + first + np.where(single, last, 0.0)
+    last_base = lps_last * per_layer_no_ep + ep_f + extra_f + last + np.where(single, first, 0.0)
+    mid_base = np.where(pp >= 3, lps_mid * per_layer_no_ep + ep_m + extra_m, 0.0)
     # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
     slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
     # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
@@ -104,6 +112,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
+    rs3 = dpb["grad_rs3"]  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
     # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
     # bucket that cannot overlap (last gradient bucket, first parameter bucket) is exposed in any case
@@ -124,26 +133,36 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # beside it (distcalc.analyze.fsdp)
     if o.overlap_grad_reduce:
         fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
-                             dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown)
+                             dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown,
+                             dpb["ar_unit"], dpb["ar_root"])
         e[3] = np.minimum(fsdp.forward_s, t[3] + o.overlap_compute_slowdown * t_mb_f)
-        z3_backward = np.minimum(fsdp.backward_s, t[1] + t[4] + o.overlap_compute_slowdown * t_mb_b)
+        z3_backward = np.minimum(fsdp.backward_s, rs3 + t[4] + o.overlap_compute_slowdown * t_mb_b)
     else:
-        z3_backward = t[1] + t[4]
+        z3_backward = rs3 + t[4]
     if o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
         copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
                                      o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
         e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
+    elif o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
+        z3_backward = z3_backward + mb["slowest_gpu_factor"] * fsdp_flat_grad_copy_s(
+            lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
+            device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
     params_gpu = dpb["params_gpu"]
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
     expert_gpu = dpb["expert_params_gpu"]
     # the gradient buffer zeroed each step: the whole local one without ZeRO and under ZeRO-1 / Megatron's
     # distributed optimizer (gradients unsharded), the shard under ZeRO-2/3 and FSDP (gradients sharded)
+    # Megatron-Core's passes over the local gradient buffer before the DP collective: the NaN check, and the
+    # 1/(DP·CP) scaling where that group has more than one rank (AnalyzeOptions)
+    grad_pass = o.grad_check_bytes_per_parameter + np.where(dpb["dp_group"] > 1, o.grad_prescale_bytes_per_parameter,
+                                                            0.0)
     opt = lambda params, grads: mb["slowest_gpu_factor"] * (  # noqa: E731
-        (params * o.optimizer_bytes_per_parameter + grads * o.grad_buffer_zero_bytes_per_parameter)
+        (params * o.optimizer_bytes_per_parameter + grads * (o.grad_buffer_zero_bytes_per_parameter + grad_pass))
         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
     shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
+    shard3_gpu = (params_gpu - expert_gpu) / dpb["zero_group"] + expert_gpu / dpb["edp_group"]  # HSDP: 1/k
     # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch
     acc_bytes = o.grad_accumulation_bytes_per_parameter
     accumulate = mb["slowest_gpu_factor"] * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
@@ -154,14 +173,14 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
-        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward,
+        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward, "rs3": rs3,
         "opt_replicated": opt(params_gpu, params_gpu), "opt_zero1": opt(shard_gpu, params_gpu),
-        "opt_sharded": opt(shard_gpu, shard_gpu), "accumulate": accumulate,
+        "opt_sharded": opt(shard_gpu, shard_gpu), "opt_z3": opt(shard3_gpu, shard3_gpu), "accumulate": accumulate,
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
-        "compute_t": lps_first * layer_compute + (emb + np.where(single, out, 0.0)),
-        "compute_f": lps_last * layer_compute + (out + np.where(single, emb, 0.0)),
-        "compute_m": lps_mid * layer_compute,
+        "compute_t": lps_first * layer_compute + extra_t + (emb + np.where(single, out, 0.0)),
+        "compute_f": lps_last * layer_compute + extra_f + (out + np.where(single, emb, 0.0)),
+        "compute_m": lps_mid * layer_compute + extra_m, "ep_t": ep_t, "ep_f": ep_f, "ep_m": ep_m,
         "tp_exposed_t": lps_first * tp_layer + head_tp_t, "tp_exposed_f": lps_last * tp_layer + head_tp_f,
         "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
         "tp_on_link_t": lps_first * mb["tp_on_link"] + head_tp_t, "tp_on_link_f": lps_last * mb["tp_on_link"] + head_tp_f,
@@ -254,9 +273,9 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u["dp_on"]
     ar = o.allreduce_sharded_gradients
-    dp_on_link = dp_sum(dp_tables(u["t"], on, allreduce_sharded=ar), gz, mf, any_ge2, any_z3)
+    dp_on_link = dp_sum(dp_tables(u["t"], on, allreduce_sharded=ar, rs3=u["rs3"]), gz, mf, any_ge2, any_z3)
     dp_exposed = dp_sum(dp_tables(u["e"], on, u["z3_backward"], ar), gz, mf, any_ge2, any_z3)
-    optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"]] + [u["opt_sharded"]] * 2, axis=1).ravel())
+    optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"], u["opt_sharded"], u["opt_z3"]], axis=1).ravel())
     if o.grad_accumulation_bytes_per_parameter:
         optimizer = optimizer + mf * g(u["accumulate"])
     embedding_sync = g(u["embedding_sync"])
@@ -286,7 +305,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "recompute_s": m_lps * g(u["recompute"]),
         "tp_exposed_s": mf * pick("tp_exposed"),
         "cp_exposed_s": m_lps * g(u["cp_all"]) if u["cp_all"].any() else np.zeros(m.shape),
-        "ep_exposed_s": m_lps * g(u["ep_all"]) if u["ep_all"].any() else np.zeros(m.shape),
+        "ep_exposed_s": mf * pick("ep") if u["ep_all"].any() else np.zeros(m.shape),
         "pp_p2p_s": mf * p2p_exposed,
         "bubble_s": pipeline - m_stage_max,
         "dp_exposed_s": dp_exposed, "dp_on_link_s": dp_on_link,
@@ -297,6 +316,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
         "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
         "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
+        **{f"fsdp_{k}_s": g(u["dpb"][k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
+        "block_forward_s": g(u["mb"]["forward_s"]), "block_backward_s": g(u["mb"]["backward_s"] + u["mb"]["recompute_s"]),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding

@@ -39,6 +39,23 @@ bf16 in IBM's fms-fsdp ``bfSixteen``), and the root's ``g₀``, ``r₀``:
   Per micro-batch: forward ``(U·P_u + P_0)·2·e_p``, backward ``(U − 1)·P_u·2·e_p + (U·P_u + P_0)·(e_p + e_r)``
   bytes at the achievable HBM bandwidth, one kernel per unit and copy (:func:`fsdp_copy_s`).
 
+* copies (FSDP1 / ZeRO-3 flat buffers): the unit's parameters are views of its flat parameter
+  (``FlatParamHandle._use_unsharded_views`` splits the gathered buffer with ``torch.split``), so no copy-out;
+  but autograd returns the flat parameter's gradient through ``SplitWithSizesBackward``, which concatenates
+  the views' gradients into a new flat tensor (``split_with_sizes_backward`` → ``at::cat``): read + write
+  ``2·e_p`` bytes per parameter of every unit in backward (:func:`fsdp_flat_grad_copy_s`). DeepSpeed ZeRO-3
+  likewise copies each gradient into its reduce bucket (``stage3.py`` ``__add_grad_to_ipg_bucket``).
+
+* HSDP (hybrid sharding: FSDP1 ``ShardingStrategy.HYBRID_SHARD``, FSDP2 on a 2-D (replicate, shard) mesh):
+  the parameters are sharded over a group of ``k`` ranks (FSDP1: the GPUs of one node) and replicated over
+  the ``d/k`` groups. The per-unit AllGather and ReduceScatter run inside the shard group; the reduced
+  gradient shard is then all-reduced over the replicate group ``a`` (FSDP1 ``_reduce_grad``: ``all_reduce``
+  on ``_all_reduce_stream`` after the ReduceScatter, over the inter-node process group — another NCCL
+  communicator, so it runs beside the next unit's gather and reduce-scatter). Per backward step
+  ``max(0, max(g + r, a) − b)`` is exposed; at the end the last unit's ``r``, then its ``a`` beside the
+  root's ``r₀``, then the root's ``a₀``: ``r + max(a, r₀) + a₀``; the overlapped backward compute is
+  ``min(b, max(g + r, a))``. Without HSDP ``a = a₀ = 0`` and the formulas above are unchanged.
+
 Prefetching more than one unit ahead changes only the start-up (the steady state is bound by
 ``max(compute, communication)`` per unit either way), so one unit of prefetch is modelled.
 """
@@ -79,24 +96,39 @@ class FsdpExposure:
 
 def fsdp_exposure(units: ArrayLike, forward_s: ArrayLike, backward_s: ArrayLike, gather_s: ArrayLike,
                   reduce_s: ArrayLike, root_gather_s: ArrayLike, root_reduce_s: ArrayLike,
-                  slowdown: float = OVERLAP_COMPUTE_SLOWDOWN) -> FsdpExposure:
+                  slowdown: float = OVERLAP_COMPUTE_SLOWDOWN, allreduce_s: ArrayLike = 0.0,
+                  root_allreduce_s: ArrayLike = 0.0) -> FsdpExposure:
     """Exposed FSDP communication and compute contention of one micro-batch (module docstring formulas).
 
     ``units``: transformer blocks on this rank (may be fractional: a mean over stages); ``forward_s``,
     ``backward_s``: compute of one block; ``gather_s``, ``reduce_s``: one block's AllGather and
-    ReduceScatter; ``root_*``: the root unit's (embedding, final norm, output layer); ``slowdown``: the
-    fractional compute slowdown while a collective overlaps it."""
+    ReduceScatter (in the shard group); ``root_*``: the root unit's (embedding, final norm, output layer);
+    ``slowdown``: the fractional compute slowdown while a collective overlaps it; ``allreduce_s``,
+    ``root_allreduce_s``: HSDP's AllReduce of a block's / the root's gradient shard over the replicate group
+    (0 without HSDP)."""
     if not 0.0 <= slowdown < 1.0:
         raise ValueError(f"overlap compute slowdown {slowdown!r} must be in [0, 1)")
     u = np.asarray(units, dtype=float)
     f, b = np.asarray(forward_s, dtype=float), np.asarray(backward_s, dtype=float)
     g, r = np.asarray(gather_s, dtype=float), np.asarray(reduce_s, dtype=float)
+    a, a0 = np.asarray(allreduce_s, dtype=float), np.asarray(root_allreduce_s, dtype=float)
     steps = np.maximum(u - 1.0, 0.0)
     on = np.where(u > 0, 1.0, 0.0)
+    busy_b = np.maximum(g + r, a)  # the shard group's gather + reduce-scatter beside the replicate AllReduce
     forward = on * (root_gather_s + g) + steps * np.maximum(g - f, 0.0)
-    backward = steps * np.maximum(g + r - b, 0.0) + on * (r + root_reduce_s)
+    backward = steps * np.maximum(busy_b - b, 0.0) + on * (r + np.maximum(a, root_reduce_s) + a0)
     return FsdpExposure(forward, backward, slowdown * steps * np.minimum(f, g),
-                        slowdown * steps * np.minimum(b, g + r))
+                        slowdown * steps * np.minimum(b, busy_b))
+
+
+def fsdp_flat_grad_copy_s(units: ArrayLike, unit_params: ArrayLike, root_params: ArrayLike, grad_bytes: float,
+                          bandwidth_bytes_per_s: float, kernel_overhead_s: float) -> ArrayLike:
+    """Backward seconds of one micro-batch's flat-gradient concatenation under FSDP1 / flat ZeRO-3 (module
+    docstring): every unit's and the root's unsharded gradient read and written once in ``grad_bytes``
+    (the gathered parameter dtype), one kernel per unit."""
+    u = np.asarray(units, dtype=float)
+    params = u * np.asarray(unit_params, dtype=float) + np.asarray(root_params, dtype=float)
+    return params * 2.0 * grad_bytes / bandwidth_bytes_per_s + (u + 1.0) * kernel_overhead_s
 
 
 def fsdp_copy_s(units: ArrayLike, unit_params: ArrayLike, root_params: ArrayLike, param_bytes: float,

@@ -2,47 +2,23 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
-from distcalc.compute.attention import AttentionKernel
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                               FsdpSharding)
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 
-class ContextParallelAlgorithm(str, Enum):
-    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
-    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
-
-    RING = "ring"
-    ULYSSES = "ulysses"
-    ALL_GATHER = "all-gather"
-
-
-class ElementwiseKernels(str, Enum):
-    """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
-    activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without
-    ``fused_rmsnorm`` or ``torch.compile``, IBM fms-fsdp) runs them as the composite ops of its code
-    (``eager``; :mod:`distcalc.compute.layer`). Megatron-LM's own (non-TransformerEngine) linear layers
-    (``--transformer-impl local``, the legacy ``megatron/model`` GPT) fuse the same kernels but add the
-    QKV projection's bias in a kernel of its own and reduce each biased linear's bias gradient in one
-    (``megatron-local``; :mod:`distcalc.compute.layer`)."""
-
-    FUSED = "fused"
-    EAGER = "eager"
-    MEGATRON_LOCAL = "megatron-local"
-
-
-class FsdpSharding(str, Enum):
-    """How ZeRO-3/FSDP lays out a unit's parameters: one flat buffer the parameters are views of (PyTorch
-    FSDP1 ``FlatParameter``, DeepSpeed ZeRO-3's contiguous buffers; ``flat``), or each parameter sharded on
-    its own (FSDP2 ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and
-    every gradient into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
-
-    FLAT = "flat"
-    PER_PARAMETER = "per-parameter"
+#: HBM bytes per parameter of one PyTorch ``torch.optim.AdamW`` step in its default ``foreach``
+#: implementation (``_multi_tensor_adamw``, capturable off; PyTorch 2.2-2.4 ``torch/optim/adamw.py``) on fp32
+#: parameters, gradients and states, each ``_foreach_*`` op reading and writing whole tensors: weight decay
+#: ``mul_(p)`` 8, ``lerp_(m, g)`` 12, ``mul_(v)`` 8, ``addcmul_(v, g, g)`` 16, ``sqrt(v)`` 8, ``div_`` 8,
+#: ``add_(eps)`` 8, ``addcdiv_(p, m, denom)`` 16 = 84; plus ``clip_grad_norm_`` (``_foreach_norm`` reads g: 4;
+#: ``_foreach_mul_`` scales g: 8) = 96. Gradients are freed, not zeroed (``zero_grad(set_to_none=True)``, the
+#: default since PyTorch 2.0), so a PyTorch-native stack also has no gradient-buffer zeroing.
+TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER = 96.0
 
 
 class AnalyzeOptions(BaseModel):
@@ -71,14 +47,26 @@ class AnalyzeOptions(BaseModel):
       of every local parameter each step (``DistributedDataParallel.zero_grad_buffer`` →
       ``_ParamAndGradBuffer.reset`` → ``grad_data.zero_()``), also under the distributed optimizer, whose
       shard covers only 1/d of it; charged on every parameter the rank holds, not on its optimizer shard.
+    * ``grad_check_bytes_per_parameter`` 0: Megatron-Core checks every gradient bucket for NaN/Inf before the
+      DP collective (``check_for_nan_in_grad``, on by default: ``--no-check-for-nan-in-loss-and-grad`` turns it
+      off; ``_ParamAndGradBucketGroup.check_grads`` computes ``bucket.grad_data.norm(p=2)``): 4 B (read the
+      fp32 ``main_grad``) per parameter of the local gradient buffer each step. 0 describes a stack without it.
+    * ``grad_prescale_bytes_per_parameter`` 0: Megatron-Core scales the gradients by 1/(DP·CP) before summing
+      them (``start_grad_sync``: ``bucket.grad_data *= bucket.gradient_scaling_factor`` unless
+      ``--ddp-average-in-collective``): 8 B (read + write fp32) per parameter of the local gradient buffer
+      each step, only where the DP·CP group has more than one rank (the factor is 1 otherwise).
+    * ``cross_entropy`` ``unfused``: Megatron-Core's vocab-parallel cross-entropy; ``native-fused`` /
+      ``te-fused``: ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` / ``te``
+      (:mod:`distcalc.compute.loss`).
     * ``allreduce_sharded_gradients`` False: with the optimizer states partitioned (ZeRO-1 / distributed
       optimizer), the gradients are reduce-scattered. True describes DeepSpeed's ``BF16_Optimizer``
       (``deepspeed/runtime/bf16_optimizer.py``: ``get_grads_for_reduction`` hands the engine its full fp32
       accumulators to all-reduce, then it all-gathers the updated bf16 parameters): AllReduce + AllGather.
     * ``grad_accumulation_bytes_per_parameter`` 0: HBM bytes per parameter and micro-batch that an optimizer
       moves outside the backward kernels. DeepSpeed's ``BF16_Optimizer`` adds every micro-batch's bf16
-      gradients into its fp32 accumulators (``update_hp_grads``: read 2 + read 4 + write 4 = 10 B); counted in
-      ``optimizer_s``, m times per step, at the optimizer step's bandwidth.
+      gradients into its fp32 accumulators (``update_hp_grads``: an fp32 copy of the gradient, read 2 + write
+      4, then the add, read 4 + 4 + write 4 = 18 B); counted in ``optimizer_s``, m times per step, at the
+      optimizer step's bandwidth.
     * ``pipeline_scatter_gather`` True: Megatron sends 1/t of the boundary activation per TP rank and
       all-gathers it over NVLink (Narayanan et al. 2021 §4.1).
     * ``pipeline_p2p_overlap`` False: the schedule's Send/Recv are blocking (Megatron-LM 1F1B), so they sit
@@ -104,9 +92,17 @@ class AnalyzeOptions(BaseModel):
     * ``attention_kernel`` ``fused``: the GPU preset's fused attention (cuDNN / FlashAttention-3 class, what
       TransformerEngine selects by default); ``flash2`` the FlashAttention-2 package, which TE runs when cuDNN
       attention is switched off (``NVTE_FUSED_ATTN=0``, NeMo-Framework-Launcher 24.01–24.07;
-      :mod:`distcalc.compute.attention`).
-    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers; ``per-parameter``
-      (FSDP2, torchtitan) adds its copy-out and copy-in kernels (:class:`FsdpSharding`).
+      :mod:`distcalc.compute.attention`); ``flash1`` FlashAttention 1.x, the flash kernel of stacks older than
+      July 2023 (Megatron-LM's ``--use-flash-attn`` at 285068c8), on the GA100 presets.
+    * ``fsdp_sharding`` ``flat``: ZeRO-3 gathers into and reduces from flat buffers (Megatron-FSDP);
+      ``flat-parameter`` (FSDP1, DeepSpeed ZeRO-3) adds the gradient concatenation into the flat parameter's
+      gradient, ``per-parameter`` (FSDP2, torchtitan) its copy-out and copy-in kernels (:class:`FsdpSharding`).
+    * ``fsdp_shard_size`` 0: ZeRO-3/FSDP shards over the whole DP group (FSDP ``FULL_SHARD``). k > 1 describes
+      HSDP — parameters, gradients and optimizer states sharded over groups of k consecutive DP ranks and
+      replicated across the dp/k groups (FSDP1 ``ShardingStrategy.HYBRID_SHARD``: the GPUs of one node; FSDP2
+      ``fully_shard`` on a 2-D (replicate, shard) mesh): per-unit AllGather / ReduceScatter in the shard group,
+      an AllReduce of each gradient shard over the replicate group beside them, and the optimizer step on
+      1/k of the parameters (:mod:`distcalc.analyze.fsdp`). Must divide dp·cp; only ZeRO-3 uses it.
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -124,6 +120,12 @@ class AnalyzeOptions(BaseModel):
     optimizer_bytes_per_parameter: float = Field(38.0, ge=0, description="HBM bytes per parameter per step")
     grad_buffer_zero_bytes_per_parameter: float = Field(
         4.0, ge=0, description="HBM bytes per local parameter to zero the gradient buffer each step")
+    grad_check_bytes_per_parameter: float = Field(
+        0.0, ge=0, description="HBM bytes per local parameter of the NaN check of the gradients before DP sync")
+    grad_prescale_bytes_per_parameter: float = Field(
+        0.0, ge=0, description="HBM bytes per local parameter of the 1/(DP·CP) gradient scaling before DP sync")
+    cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
+                                              description="loss kernels: unfused, native-fused or te-fused")
     allreduce_sharded_gradients: bool = Field(False, description="all-reduce gradients although the optimizer "
                                               "is sharded (DeepSpeed BF16_Optimizer)")
     grad_accumulation_bytes_per_parameter: float = Field(0.0, ge=0, description="HBM bytes per parameter per "
@@ -142,10 +144,14 @@ class AnalyzeOptions(BaseModel):
                                 description="σ of per-GPU compute speed (slowest-GPU wait)")
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) elementwise ops")
-    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (FSDP1) or "
-                                        "per-parameter sharding with copy kernels (FSDP2)")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers (Megatron-FSDP), "
+                                        "FSDP1 flat parameter (gradient concatenation) or per-parameter sharding "
+                                        "with copy kernels (FSDP2)")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP: ZeRO-3 shard group of this many DP ranks, replicated "
+                                 "across groups (0: FULL_SHARD over the whole DP group)")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
+                                                          "flash1 (FlashAttention 1.x)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")
     collective_model: str = Field("alpha-beta", exclude=True, pattern="^(alpha-beta|nccl)$",
                                   description="alpha-beta (default) or nccl: NCCL's tuning model prices collectives")

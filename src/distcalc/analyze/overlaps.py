@@ -75,25 +75,64 @@ def _pp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
                              "pipeline_p2p_overlap off: blocking Send/Recv of the 1F1B schedule", exposed)
 
 
+@dataclass(frozen=True)
+class FsdpUnit:
+    """One FSDP unit (transformer block) of one micro-batch, seconds: its AllGather, ReduceScatter and HSDP
+    gradient-shard AllReduce, and the block's forward and backward (+ recompute) compute they hide behind."""
+
+    gather_s: float
+    reduce_s: float
+    allreduce_s: float
+    forward_s: float
+    backward_s: float
+
+    def describe(self) -> str:
+        """Per block: each overlap window against its collectives, and what it leaves exposed."""
+        ms = lambda x: f"{1e3 * x:.3g} ms"  # noqa: E731
+        busy = max(self.gather_s + self.reduce_s, self.allreduce_s)
+        verdict = lambda comm, window: ("hidden" if comm <= window else f"{ms(comm - window)} exposed per block")  # noqa: E731
+        ar = f" (beside it the HSDP AllReduce {ms(self.allreduce_s)})" if self.allreduce_s > 0 else ""
+        return (f"per block: AllGather {ms(self.gather_s)} vs forward {ms(self.forward_s)} -> "
+                f"{verdict(self.gather_s, self.forward_s)}; AllGather + ReduceScatter "
+                f"{ms(self.gather_s + self.reduce_s)}{ar} vs backward {ms(self.backward_s)} -> "
+                f"{verdict(busy, self.backward_s)}")
+
+
 def _fsdp_copies(options: AnalyzeOptions) -> str:
-    """The FSDP2 copy kernels that sit on the compute stream (counted in the exposed time)."""
+    """The FSDP copy kernels that sit on the compute stream (counted in the exposed time)."""
+    if options.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:
+        return "; FSDP1 flat parameter: each block's gradient concatenated into the flat gradient"
     if options.fsdp_sharding is not FsdpSharding.PER_PARAMETER:
         return ""
     return "; FSDP2 per-parameter sharding: each gather's copy-out and each reduce-scatter's copy-in run serially"
 
 
-def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
+def _fsdp(options: AnalyzeOptions, exposed: float, slow: str, unit: FsdpUnit | None) -> OverlapAssumption:
+    """ZeRO-3 / FSDP (and HSDP) as :mod:`distcalc.analyze.fsdp` prices it."""
+    k = options.fsdp_shard_size
+    hsdp = (f"; HSDP: gathers and reduce-scatters in shard groups of {k} ranks, each gradient shard then "
+            "all-reduced over the replicas" if k else "")
+    behind = ("forward: the next block's AllGather behind this block's forward (one unit prefetched: FSDP1 "
+              "forward prefetch / limit_all_gathers, FSDP2 implicit prefetch); backward: the previous block's "
+              "AllGather (BACKWARD_PRE) and the next block's ReduceScatter, one after the other on one "
+              "communicator, behind this block's backward" + ("; the replicate AllReduce on its own communicator "
+                                                              "beside them" if k else ""))
+    reason = ("FSDP prefetch: the root's and first block's gather and the last ReduceScatters"
+              + (" (and HSDP AllReduces)" if k else "") + " are exposed, and a block's excess where its collectives "
+              f"outlast its compute; {slow}{_fsdp_copies(options)}" + (f"; {unit.describe()}" if unit else ""))
+    return OverlapAssumption("dp", "ZeRO-3/FSDP per-block parameter AllGather (forward, again in backward after "
+                             "reshard-after-forward) and gradient ReduceScatter" + hsdp, behind, reason, exposed)
+
+
+def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float,
+        unit: FsdpUnit | None = None) -> OverlapAssumption:
     zero = max(config.zero_stage, 1 if options.distributed_optimizer else 0)
     slow = f"compute {100 * options.overlap_compute_slowdown:.1f} % slower while they overlap it"
     if zero == 3:
         if not options.overlap_grad_reduce:
             return OverlapAssumption("dp", "ZeRO-3 parameter AllGather (forward, backward) and gradient "
                                      "ReduceScatter", "nothing (critical path)", "overlap_grad_reduce off", exposed)
-        return OverlapAssumption(
-            "dp", "ZeRO-3/FSDP per-block parameter AllGather (forward and again in backward) and gradient "
-            "ReduceScatter", "the neighbouring block's forward / backward (one unit prefetched)",
-            "FSDP prefetch: the root's and first block's gather and the last ReduceScatters are exposed, and a "
-            f"block's excess where its collectives outlast its compute; {slow}{_fsdp_copies(options)}", exposed)
+        return _fsdp(options, exposed, slow, unit)
     what = "gradient AllReduce" if zero == 0 else "gradient ReduceScatter + updated-parameter AllGather"
     if not options.overlap_grad_reduce:
         return OverlapAssumption("dp", what, "nothing (after the backward pass)",
@@ -107,10 +146,10 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float) -> Over
 
 
 def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown: dict[str, float],
-                     cp_slowdown: float | None = None) -> list[OverlapAssumption]:
+                     cp_slowdown: float | None = None, fsdp_unit: FsdpUnit | None = None) -> list[OverlapAssumption]:
     """The overlap assumed for every dimension of degree > 1 (module docstring); ``cp_slowdown``: κ of the
     ring's overlapped attention (:func:`distcalc.analyze.cp_ring.ring_slowdown`; default
-    ``overlap_compute_slowdown``)."""
+    ``overlap_compute_slowdown``); ``fsdp_unit``: one FSDP unit's collectives and compute (ZeRO-3)."""
     out: list[OverlapAssumption] = []
     if config.tp > 1:
         out.append(_tp(options, breakdown.get("tp_exposed_s", 0.0)))
@@ -124,5 +163,5 @@ def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown:
     if config.pp > 1:
         out.append(_pp(options, breakdown.get("pp_p2p_s", 0.0)))
     if config.data_parallel * config.cp > 1:
-        out.append(_dp(config, options, breakdown.get("dp_exposed_s", 0.0)))
+        out.append(_dp(config, options, breakdown.get("dp_exposed_s", 0.0), fsdp_unit))
     return out

@@ -15,7 +15,7 @@ from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, me
 from distcalc.analyze.core import evaluate, gemm_fit_applies
 from distcalc.analyze.cp_ring import ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions, moe_slot_factor
-from distcalc.analyze.overlaps import assumed_overlaps
+from distcalc.analyze.overlaps import FsdpUnit, assumed_overlaps
 from distcalc.calibration import Calibration, load_calibration
 from distcalc.cluster import ClusterSpec, load_cluster
 from distcalc.compute import DeviceCompute, ModelDims, load_device, model_dims
@@ -196,7 +196,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         row["topology"] = groups[row["dim"]]["kind"]
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
-    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options)))
+    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options),
+                                                                  zero_shard_size=options.fsdp_shard_size))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration
@@ -229,8 +230,10 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                          "slowest_gpu_factor": f("slowest_gpu_factor"),
                          "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
                                     "1 + cv * E[max of gpus standard normals] times a median GPU's"},
-        overlaps=[o.to_dict() for o in assumed_overlaps(config, options, breakdown,
-                                                        _cp_slowdown(cluster, config, options, device))],
+        overlaps=[o.to_dict() for o in assumed_overlaps(
+            config, options, breakdown, _cp_slowdown(cluster, config, options, device),
+            FsdpUnit(*(f(k) for k in ("fsdp_ag_unit_s", "fsdp_rs_unit_s", "fsdp_ar_unit_s", "block_forward_s",
+                                      "block_backward_s"))))],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

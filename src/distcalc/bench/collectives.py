@@ -36,7 +36,7 @@ from distcalc.collective.types import CollectiveKind
 from distcalc.errors import BenchError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from distcalc.bench.worker import RankContext
+    from distcalc.bench.rank import RankContext
 
 
 #: Collectives ``bench collectives`` measures: the collective model's kinds that nccl-tests benchmarks

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator
 
-from distcalc.bench.worker import LOCAL_STORE_VARIABLE, STORE_FD_VARIABLE, ProgressFn
+from distcalc.bench.rank import ProgressFn
+from distcalc.bench.worker import LOCAL_STORE_VARIABLE, STORE_FD_VARIABLE
 from distcalc.errors import BenchError
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field, model_validator
 from distcalc.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from distcalc.bench.worker import RankContext
+    from distcalc.bench.rank import RankContext
 
 
 class TrainingMode(str, enum.Enum):

@@ -26,40 +26,17 @@ import signal
 import sys
 import time
 import traceback
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from distcalc.bench.rank import ProgressFn, RankContext
 from distcalc.errors import BenchError
-
-ProgressFn = Callable[[int, int, str], None]
 
 
 def _write_atomic(path: Path, text: str) -> None:
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(text)
     os.replace(temporary, path)
-
-
-@dataclass
-class RankContext:
-    """What a task needs to know about its rank (passed to the sweep / training functions)."""
-
-    rank: int
-    world_size: int
-    local_rank: int
-    backend: str
-    device: str
-    dtype: str = "float32"
-    comm: Any = None
-    progress: ProgressFn = field(default=lambda done, total, label: None)
-
-    def synchronize(self) -> None:
-        """Wait for the device (CUDA) to finish queued work; a no-op on CPU, where gloo calls block."""
-        if self.device.startswith("cuda"):
-            import torch
-
-            torch.cuda.synchronize()
 
 
 def _fault_hook(rank: int) -> ProgressFn:

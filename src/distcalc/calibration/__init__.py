@@ -75,7 +75,7 @@ class Calibration(BaseModel):
 
 def calibrate(paths: list[str | Path]) -> Calibration:
     """Fit every result file in ``paths`` (collective sweeps and/or GEMM sweeps) into one calibration."""
-    from distcalc.bench.results import load_result_file
+    from distcalc.measurements import load_result_file
 
     from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, is_nccl_tests_output, parse_nccl_tests
 
@@ -89,6 +89,7 @@ def calibrate(paths: list[str | Path]) -> Calibration:
             for run in runs:
                 fit = fit_run(run)
                 calibration.fits.append(dict(fit.as_dict(), source="nccl-tests", nodes=run.nodes,
+                                             gpus_per_thread=run.gpus_per_thread,
                                              busbw_geomean_error=busbw_geomean_error(fit)))
             continue
         result = load_result_file(path)

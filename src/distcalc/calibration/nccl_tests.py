@@ -37,6 +37,7 @@ TESTS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter
          "scatter": "scatter", "sendrecv": "send-recv"}
 _DEVICE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 _TEST_NAME = re.compile(r"([a-z_]+)_perf")
+_GPUS_PER_THREAD = re.compile(r"\bnGpus\s+(\d+)")
 MAX_REGIMES = 3
 
 
@@ -65,6 +66,7 @@ class NcclTestsRun:
     hosts: tuple[str, ...]
     gpu: str
     rows: list[NcclTestsRow]
+    gpus_per_thread: int = 1  #: the header's ``nGpus`` (``-g``): GPUs one host thread drives
 
     @property
     def nodes(self) -> int:
@@ -129,7 +131,7 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
             rows = [dataclasses.replace(r, collective=name) for r in current["rows"]]
             hosts = tuple(dict.fromkeys(h for h, _ in current["devices"].values()))
             gpus = {g for _, g in current["devices"].values()}
-            runs.append(NcclTestsRun(name, ranks, hosts, ", ".join(sorted(gpus)), rows))
+            runs.append(NcclTestsRun(name, ranks, hosts, ", ".join(sorted(gpus)), rows, current["gpus_per_thread"]))
 
     for raw in text.splitlines():
         line = raw.strip()
@@ -140,7 +142,9 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
             continue
         if line.startswith("# nThread"):
             close()
-            current = {"name": pending_name, "devices": {}, "rows": []}
+            per_thread = _GPUS_PER_THREAD.search(line)
+            current = {"name": pending_name, "devices": {}, "rows": [],
+                       "gpus_per_thread": int(per_thread.group(1)) if per_thread else 1}
             pending_name = None
             continue
         if current is None:

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.table import Table
 
-from distcalc.analyze import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding, StepReport
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
@@ -16,12 +15,17 @@ from distcalc.cli.common import (
 )
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
-from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
+                               FsdpSharding)
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
+
+if TYPE_CHECKING:  # the cost model is imported when the command runs, not to build its options (--help)
+    from distcalc.analyze import StepReport
+
 BREAKDOWN_LABELS = {
     "compute_s": "compute (GEMMs, attention, elementwise)", "recompute_s": "recomputation",
     "tp_exposed_s": "TP collectives (exposed)", "cp_exposed_s": "CP exchange (exposed)",
@@ -48,7 +52,9 @@ def _render(report: StepReport, example: bool) -> None:
                   f"recompute={c['recompute']} schedule={report.pipeline['schedule']} micro_batch={c['micro_batch']} "
                   f"global_batch={c['global_batch']} (m={report.pipeline['micro_batches']}) seq_len={c['seq_len']} "
                   f"dtype={c['dtype']} flash={_flash(c['flash_attention'], report.options)}"
-                  f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
+                  + (f" loss={report.options['cross_entropy']}"
+                     if report.options.get("cross_entropy", "unfused") != "unfused" else "")
+                  + f"{' embedding+loss-in-pipeline-split' if c.get('account_for_embedding_and_loss') else ''}"
                   + (f" first/last stage layers {c.get('first_stage_layers') or '-'}/{c.get('last_stage_layers') or '-'}"
                      if c.get("first_stage_layers") or c.get("last_stage_layers") else ""))
     console.print(f"[bold]step {format_time(report.step_time_s)}[/bold]  MFU {100 * report.mfu:.1f} %  "
@@ -195,11 +201,20 @@ def register(app: typer.Typer) -> None:
                                     "SwiGLU, RoPE) or megatron-local (Megatron-LM local linears: unfused QKV "
                                     "bias add and bias-gradient reductions)")] = ElementwiseKernels.FUSED,
         attention_kernel: Annotated[AttentionKernel, typer.Option(
-            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default) or flash2 "
-                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0)")] = AttentionKernel.FUSED,
+            rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default), flash2 "
+                                    "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0) or flash1 (FlashAttention 1.x, "
+                                    "pre-July-2023 stacks)")] = AttentionKernel.FUSED,
+        cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
+            rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
+                                    "native-fused or te-fused (--cross-entropy-loss-fusion with "
+                                    "--cross-entropy-fusion-impl native / te)")] = CrossEntropyKernel.UNFUSED,
         fsdp_sharding: Annotated[FsdpSharding, typer.Option(
-            rich_help_panel=S, help="ZeRO-3 buffers: flat (FSDP1, DeepSpeed) or per-parameter (FSDP2: copy-out "
+            rich_help_panel=S, help="ZeRO-3 buffers: flat (Megatron-FSDP), flat-parameter (FSDP1, DeepSpeed: "
+                                    "gradient concatenated into the flat buffer) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
+                                           "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
@@ -218,6 +233,8 @@ def register(app: typer.Typer) -> None:
 
         With no option at all it runs the built-in example (Llama 3 70B on 64 H100, TP 8, PP 4 × 5 chunks).
         """
+        from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
+
         values, origins = request_values(ctx, config)
         request = AnalyzeRequest(**{k: v for k, v in values.items() if k in AnalyzeRequest.model_fields})
         r = request

@@ -26,7 +26,7 @@ def calibrate_command(
     cluster: Annotated[Optional[str], typer.Option(help="with --plot: add NCCL's model on this cluster preset")] = None,
 ) -> None:
     """Fit α and B per collective and tier (and the GEMM efficiency curve) to bench results."""
-    from distcalc.bench.results import load_result_file
+    from distcalc.measurements import load_result_file
     from distcalc.calibration import calibrate, save_calibration
     from distcalc.calibration.collectives import group_rows, holdout_check
     from distcalc.calibration.nccl_tests import is_nccl_tests_output
@@ -56,9 +56,12 @@ def calibrate_command(
 
 
 def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[str]) -> Any:
-    """Measured and fitted busbw of every nccl-tests fit, plus NCCL's model on ``cluster`` when given."""
+    """Measured and fitted busbw of every nccl-tests fit, plus NCCL's model on ``cluster`` when given, timed as
+    nccl-tests times it with the run's ``-g`` (the host's launch floor, :mod:`distcalc.collective.nccl_launch`)."""
     from distcalc.cli.collective_cluster import load_cli_cluster, nccl_estimates
     from distcalc.collective.busbw import busbw_factor
+    from distcalc.collective.nccl_cluster import nccl_system
+    from distcalc.collective.nccl_launch import nccl_tests_period_s
     from distcalc.plots_collective import plot_busbw_overlay
 
     series: dict[str, tuple[list[float], list[float]]] = {}
@@ -71,7 +74,9 @@ def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[st
         if cluster:
             spec = load_cli_cluster(cluster, None, None, None, None).cluster
             estimates = nccl_estimates(fit["collective"], sizes, spec, fit["group_size"], "2.20.5", None, None, False)
-            series[f"NCCL model {tag} ({cluster})"] = (sizes, [e.size_bytes / e.time_s * factor for e in estimates])
+            vendor = nccl_system(spec, fit["group_size"]).cpu_vendor
+            times = [nccl_tests_period_s(e.time_s, int(fit.get("gpus_per_thread", 1)), vendor) for e in estimates]
+            series[f"NCCL model {tag} ({cluster})"] = (sizes, [s / t * factor for s, t in zip(sizes, times)])
     if not series:
         raise BenchError("--plot draws nccl-tests fits: pass an nccl-tests log")
     return plot_busbw_overlay(series, path, title="nccl-tests busbw: measured, fitted" +

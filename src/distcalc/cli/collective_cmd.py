@@ -21,19 +21,8 @@ from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
 from distcalc.errors import ConfigError
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.topology import Topology, TopologyKind, make_topology
+from distcalc.topology import KINDS, Topology, TopologyKind, kind_traits, make_topology
 from distcalc.units import format_rate, format_size, format_time, parse_size_range
-
-TOPOLOGY_HELP = {
-    TopologyKind.RING: "physical ring, two neighbour links per GPU (1D torus)",
-    TopologyKind.TREE: "leaf-spine fat tree: --gpus-per-node GPUs per leaf (default 32; the last leaf may be "
-                       "partly filled), --oversubscription s:1",
-    TopologyKind.SWITCH: "ideal non-blocking switch, one port of B per GPU (--in-network-reduction: NVLS/SHARP)",
-    TopologyKind.HIERARCHICAL: "g GPUs per node on NVLink (B1, α1) + one NIC per GPU on rails (B2, α2)",
-    TopologyKind.MESH: "2D/3D mesh without wraparound (--shape, default most-square)",
-    TopologyKind.TORUS: "1D/2D/3D torus with wraparound (--shape, default most-square 2D)",
-}
-
 
 def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
     table = Table(title=f"{kind} of {format_size(size)} on {topology_summary(topo)}")
@@ -61,7 +50,7 @@ def topology_summary(topo: Topology) -> str:
         return (f"hierarchical {topo.nodes}×{topo.gpus_per_node} GPUs (intra {format_rate(topo.bandwidth_bytes_per_s)}"
                 f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
                 f"{format_time(float(topo.inter_latency_s))})")
-    shape = f" {'x'.join(map(str, topo.shape))}" if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) else ""
+    shape = f" {'x'.join(map(str, topo.shape))}" if kind_traits(topo.kind).shaped else ""
     if topo.kind == TopologyKind.TREE and topo.gpus > 1:
         over = f", uplinks {topo.oversubscription:g}:1" if topo.nodes > 1 else ""
         return (f"tree of {topo.gpus} GPUs [{topo.leaf_layout}{over}] ({format_rate(topo.bandwidth_bytes_per_s)}, "
@@ -217,14 +206,14 @@ def topologies_command(
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
     check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))
     entries = []
-    for kind in TopologyKind:
-        extra = {"gpus_per_node": gpus_per_node} if kind in (TopologyKind.HIERARCHICAL, TopologyKind.TREE) else {}
-        if kind == TopologyKind.SWITCH:
+    for kind, traits in KINDS.items():
+        extra: dict[str, Any] = {"gpus_per_node": gpus_per_node} if traits.node_option else {}
+        if traits.in_network_reduction:
             extra["in_network_reduction"] = True
         topo = make_topology(kind, gpus, **extra)
         algorithms = {c.value: [a.value for a in valid_algorithms(c, topo)] for c in CollectiveKind}
         algorithms[SEND_RECV] = [Algorithm.P2P.value]
-        entries.append({"kind": kind.value, "description": TOPOLOGY_HELP[kind], "algorithms": algorithms})
+        entries.append({"kind": kind.value, "description": traits.description, "algorithms": algorithms})
     if json_output:
         emit_json({"gpus": gpus, "topologies": entries})
         return

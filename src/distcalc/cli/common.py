@@ -17,7 +17,7 @@ from rich.console import Console
 
 from distcalc.errors import DistcalcError
 from distcalc.inputs import shorten
-from distcalc.jobs.base import parse_option, validation_item_message
+from distcalc.jobs.messages import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 from distcalc.run_file import DEFAULTS, load_run_file
 from distcalc.variability import DEFAULT_GPU_SPEED_CV

@@ -32,6 +32,7 @@ SEGMENTS = (
     ("loss workspace", ("loss_workspace_bytes",)),
     ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
     ("allocator reserve", ("allocator_reserve_bytes",)),
+    ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
 )
 MAX_STAGE_COLUMNS = 8
 
@@ -69,7 +70,10 @@ def _render(report: MemoryReport) -> None:
     table.add_row("layers", *[str(st.layers) for st in stages])
     table.add_row("in-flight micro-batches", *[f"{st.in_flight_micro_batches:g}" for st in stages])
     for label, fields in SEGMENTS:
-        table.add_row(label, *[format_size(sum(getattr(st, f) for f in fields)) for st in stages])
+        values = [sum(getattr(st, f) for f in fields) for st in stages]
+        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+            continue
+        table.add_row(label, *[format_size(v) for v in values])
     table.add_row("[bold]total[/bold]", *[f"[bold]{format_size(st.total_bytes)}[/bold]" for st in stages])
     console.print(table)
     worst = report.worst
@@ -95,6 +99,8 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     x = [s.stage for s in stages]
     for label, fields in SEGMENTS:
         values = [sum(getattr(s, f) for f in fields) / 2**30 for s in stages]
+        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+            continue
         ax.bar(x, values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values)]
     if report.gpu is not None:
@@ -143,7 +149,8 @@ def register(app: typer.Typer) -> None:
                                     "BF16_Optimizer)")
         ] = Recipe.MIXED,
         comm_buffer: Annotated[str, typer.Option(rich_help_panel=O, help="NCCL buffers per GPU (bytes, e.g. "
-                                                 "512MiB)")] = "512MiB",
+                                                 "512MiB), or 'auto': the buffers of the job's NCCL "
+                                                 "communicators on the cluster")] = "512MiB",
         cuda_context: Annotated[str, typer.Option(rich_help_panel=O, help="CUDA context and workspaces per GPU "
                                                   "(bytes, e.g. 512MiB)")] = "512MiB",
         allocator_reserve: Annotated[float, typer.Option(rich_help_panel=O, help="allocator fragmentation reserve "
@@ -151,6 +158,15 @@ def register(app: typer.Typer) -> None:
         moe_token_factor: Annotated[float, typer.Option(
             min=0.01, max=64.0, rich_help_panel=O, help="MoE: routed tokens of the busiest EP rank per mean "
                                                         "routed token (capacity factor, or dropless imbalance)")] = 1.0,
+        step_buffer: Annotated[float, typer.Option(
+            min=0.0, max=64.0, rich_help_panel=O, help="bytes per optimizer-shard parameter the optimizer step "
+                                                       "allocates after the activations are freed (DeepSpeed "
+                                                       "ZeRO-1/2: 6)")] = 0.0,
+        step_bucket: Annotated[str, typer.Option(rich_help_panel=O, help="gradient bucket the optimizer step "
+                                                 "allocates (bytes; DeepSpeed ZeRO-1/2: 1e9)")] = "0",
+        fsdp_shard_size: Annotated[int, typer.Option(
+            min=0, rich_help_panel=O, help="HSDP: ZeRO-3 states sharded over groups of this many DP ranks, "
+                                           "replicated across them; 0: FULL_SHARD")] = 0,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,

@@ -9,7 +9,7 @@ from rich.table import Table
 
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.errors import ConfigError
-from distcalc.validation import CASE_SETS, CaseSet, SkippedCase, ValidationCase
+from distcalc.validation import CASE_SETS, CaseSet, OpenGap, SkippedCase, ValidationCase
 from distcalc.validation.summary import GroupSummary, group_summaries
 
 # Quantities summarised per source when a set's cases carry a group: (unit, JSON key, title).
@@ -67,6 +67,17 @@ def _skipped_table(name: str, skipped: list[SkippedCase]) -> Table:
     return table
 
 
+def _gaps_table(name: str, gaps: list[OpenGap]) -> Table:
+    table = Table(title=f"{name}: sources outside the targets, with what is known")
+    for column in ("source", "quantity", "mean |err|", "signed mean", "known"):
+        table.add_column(column, justify="right" if "err" in column or "mean" in column else "left",
+                         no_wrap=column == "source")
+    for gap in gaps:
+        table.add_row(gap.group, gap.quantity.replace("_", " "), _pct(gap.mean_abs_error),
+                      f"{100 * gap.signed_mean_error:+.1f} %", gap.known)
+    return table
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``validate`` command."""
 
@@ -80,6 +91,7 @@ def register(app: typer.Typer) -> None:
         """Run the validation case sets: predicted vs published, error, tolerance, pass/fail per case."""
         results = [(case_set, case_set.run(), case_set.skipped() if case_set.skipped else [])
                    for case_set in _select(set_names)]
+        gaps = {cs.name: cs.open_gaps() for cs, _, _ in results if cs.open_gaps}
         all_passed = all(c.passed for _, cases, _ in results for c in cases)
         if json_output:
             sets = []
@@ -93,6 +105,8 @@ def register(app: typer.Typer) -> None:
                     entry["summary"] = {key: [s.to_dict() for s in rows] for key, rows in summaries.items()}
                 if cs.skipped:
                     entry["not_compared"] = [s.to_dict() for s in skipped]
+                if cs.name in gaps:
+                    entry["open_gaps"] = [g.to_dict() for g in gaps[cs.name]]
                 sets.append(entry)
             emit_json({"sets": sets, "passed": all_passed})
         else:
@@ -116,5 +130,7 @@ def register(app: typer.Typer) -> None:
                         console.print(_summary_table(case_set.name, title, summaries))
                 if skipped:
                     console.print(_skipped_table(case_set.name, skipped))
+                if gaps.get(case_set.name):
+                    console.print(_gaps_table(case_set.name, gaps[case_set.name]))
         if strict and not all_passed:
             raise typer.Exit(1)

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.collective.types import CollectiveKind, as_size, ceil_log2
-from distcalc.topology import Topology, TopologyKind
+from distcalc.topology import Topology, TopologyKind, kind_traits
 
 K = CollectiveKind
 
@@ -44,7 +44,7 @@ class LowerBound:
 def ports_per_gpu(topo: Topology) -> int:
     """k: links per GPU in each direction (ring 2, N = 2 ring 1; torus/mesh Σ (2 if n_i ≥ 3 else 1); switch,
     tree 1; hierarchical 2 (NVLink + NIC) across nodes)."""
-    if topo.kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(topo.kind).direct:
         return max(1, sum(2 if n >= 3 else 1 for n in topo.dims))
     if topo.kind == TopologyKind.HIERARCHICAL:
         return 2 if topo.nodes > 1 and (topo.gpus_per_node or 1) > 1 else 1
@@ -63,7 +63,7 @@ def _cut_bound(topo: Topology) -> float:
     """max over cuts of (AllToAll bytes crossing the cut per byte of M) / (cut bandwidth)."""
     n, b = topo.gpus, topo.bandwidth_bytes_per_s
     worst = 0.0
-    if topo.kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(topo.kind).direct:
         for size in topo.dims:
             rows = n // size
             crossing = (size // 2) * ((size + 1) // 2) * rows * rows / n
@@ -99,7 +99,7 @@ def lower_bound(kind: CollectiveKind | str, size_bytes: Any, topo: Topology) -> 
     else:
         alpha = topo.latency_s
         port_bw = k * topo.bandwidth_bytes_per_s
-    switched = topo.kind in (TopologyKind.SWITCH, TopologyKind.TREE, TopologyKind.HIERARCHICAL)
+    switched = not kind_traits(topo.kind).direct
     latency = alpha * (1 if switched else _log_ceil(n, k + 1))
     one_port = alpha * ceil_log2(n)
     if kind in (K.ALL_GATHER, K.REDUCE_SCATTER, K.GATHER, K.SCATTER):

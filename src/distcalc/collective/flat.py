@@ -164,11 +164,21 @@ def binomial_allreduce(n: int, m: Any, b: float, a: float) -> Terms:
 
 
 def double_binary_tree_allreduce(n: int, m: Any, b: float, a: float) -> Terms:
-    """F18 double binary tree, pipelined (NCCL Tree, idealised): 2L·α + 2M/B (M/B at N = 2); sends 2M (M at
-    N = 2). Source: NCCL trees.cc L32/L90; tuning.cc L378-381 (tree algBw = busBw/2) [V]; egress load [D]."""
+    """F18 double binary tree, pipelined (NCCL Tree, idealised): 2L·α + c·M/B, sends c·M, with c = 2 (M/2 up,
+    2·M/2 down to two children in one tree, M/2 up as a leaf of the other), 1 at N = 2 (one tree), and 1.5 at
+    N = 3, where both of NCCL's trees are chains (0 ← 2 ← 1 and 1 ← 0 ← 2): no GPU has two children, the
+    busiest (rank 0) sends M/2 down one chain and M/2 up and down the other. Over N = 3 … 299 only N = 3
+    differs from 2 (``nccl_dtree_parents``). The bandwidth part is the k → ∞ limit: a pipeline of k segments
+    takes k + 2D − 1 α-steps (simulator). Source: NCCL trees.cc L32/L90; tuning.cc L378-381 (tree algBw =
+    busBw/2) [V]; egress load [D]."""
     lg = ceil_log2(n)
-    factor = 1.0 if n == 2 else 2.0
+    factor = dbt_egress_factor(n)
     return simple(2 * lg, a, factor * m / b, factor * m)
+
+
+def dbt_egress_factor(n: int) -> float:
+    """Bytes the busiest GPU of NCCL's double binary tree over ``n`` ranks sends, per byte of M (F18)."""
+    return {1: 0.0, 2: 1.0, 3: 1.5}.get(n, 2.0)
 
 
 def scatter_allgather_broadcast(n: int, m: Any, b: float, a: float) -> Terms:

@@ -90,6 +90,47 @@ def concurrent_reduce_scatter(dims: Sequence[int], m: Any, b: float, a: float, w
     return simple(steps, a, coefficient * m, sent * m)
 
 
+def concurrent_reduce_scatter_overlapped(dims: Sequence[int], m: float, b: float, a: float, wrap: bool,
+                                         allgather: bool = False) -> Terms:
+    """T04/T12/T08-RS without phase barriers: the same k parts in rotated dimension orders, each part going
+    on to its next dimension as soon as it is done with the previous one, and the links of a dimension
+    serving the parts in phase order (one part per dimension per phase). A job shop with a fixed sequence:
+    part p's phase j on dimension d costs c = s_d·α + (n_d−1)/n_d·D_{p,j}/B_d^eff and
+
+        start(p, j) = max(end(p, j−1), end of the previous phase served on d),   end = start + c,
+
+    T = min over cyclic orders of max_p end(p, k−1). Never above the phase-synchronous T04 (which starts
+    every phase at the latest end of the previous one); equal to it when all dimensions are equal (all
+    parts then cost the same in every phase). The library's T04 keeps the phase-synchronous value that
+    docs/spec/collectives.md pins (§7 caveat); the event-driven simulation of the schedule (no step barrier)
+    reproduces this form exactly. ``steps`` and the α term follow the critical path (ties: more α).
+    Scalar M only (the critical path depends on M). Source: [D]; the makespan recursion of a job shop with
+    fixed sequences (Conway, Maxwell & Miller, *Theory of Scheduling*, 1967)."""
+    k = len(dims)
+    best = None
+    for order in _axis_orders(dims):
+        part_end = [(0.0, 0)] * k  # (time, α-steps on the path to it)
+        dim_free = [(0.0, 0)] * k
+        sent, data = 0.0, [1.0 / k] * k
+        for phase in range(k):
+            for part in range(k):
+                slot = (part + phase) % k
+                n = order[slot]
+                steps = _phase_steps(n, wrap)
+                cost = steps * a + (n - 1) / n * data[part] * m / _phase_bandwidth(n, wrap, b)
+                start = max(part_end[part], dim_free[slot])
+                part_end[part] = dim_free[slot] = (start[0] + cost, start[1] + steps)
+                sent += _sent_fraction(n, wrap, allgather) * data[part]
+                data[part] /= n
+        finish = max(part_end)
+        if best is None or finish[0] < best[0][0] * (1 - 1e-15):
+            best = (finish, sent)
+    if best is None:
+        return simple(0, a, 0.0, 0.0)
+    (time_s, steps), sent = best
+    return Terms(steps, steps * a, time_s - steps * a, sent * m)
+
+
 def grid_alltoall(dims: Sequence[int], m: Any, b: float, a: float, wrap: bool) -> Terms:
     """T05/T13 (torus) and T09 (mesh): dimension-ordered shortest-path AllToAll, all messages concurrent:
     α·Σ hops_i + max_i L_i·M/B; torus hops_i = ⌊n_i/2⌋, L_i = (n_i² − [n_i odd])/(8n_i) (1/2 for n_i = 2);

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.collective.flat import pipelined_chain
+from distcalc.collective.flat import dbt_egress_factor, pipelined_chain
 from distcalc.collective.types import Terms, ceil_log2, subtree_blocks
 
 
@@ -48,9 +48,10 @@ def rail_ring_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float,
 
 def chain_dbt_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
     """H03 NCCL Tree: intra-node chain + inter-node double binary tree, pipelined:
-    2(g−1)α1 + 2⌈log2 n⌉α2 + max(2M/B1, c_n·M/(g·B2)), c_n = 0, 1, 2 for n = 1, 2, ≥ 3; sends 2M.
+    2(g−1)α1 + 2⌈log2 n⌉α2 + max(2M/B1, c_n·M/(g·B2)), c_n = 0, 1, 1.5, 2 for n = 1, 2, 3, ≥ 4 (the busiest
+    head's rail egress in the node tree, F18's factor: at n = 3 both trees are chains); sends 2M.
     Source: NCCL tuning.cc L415-417 (latency 2((ppn−1)·intra + log2(nNodes)·inter)) [V]; bandwidth [D]."""
-    c_n = 0 if n == 1 else (1 if n == 2 else 2)
+    c_n = dbt_egress_factor(n)
     bw = max(2 * m / b1, c_n * m / (g * b2)) if isinstance(m, float) else np.maximum(2 * m / b1, c_n * m / (g * b2))
     lg = ceil_log2(n)
     return Terms(2 * (g - 1) + 2 * lg, 2 * (g - 1) * a1 + 2 * lg * a2, bw, 2 * m)

@@ -13,8 +13,9 @@ of ``links × NVLINK_BW`` into an NVSwitch; rail NICs) the outcome is closed-for
   (``ncclTopoPostset``: min(32, 2·channels)), and sm90 multi-node rings faster than 45 GB/s twice that again
   (connect.cc, "4 compute channels per search channel"); the tuner's bandwidth uses the graph's channels. The tree graph is searched with the
   ring's channel count; on these systems it finds the same product (simplification, stated).
-* **NVLS** (sm90 + NVSwitch only): one channel per GPU of the node (the "head"); the head's port carries
-  ``2s`` and every other GPU's ``s``, so ``(g + 1)·s ≤ L``.
+* **NVLS** (sm90 + NVSwitch only, and more than two GPUs in the node: ``src/transport/nvls.cc``
+  ``ncclNvlsInit`` leaves NVLS off when ``gpuCount <= 2``, both releases): one channel per GPU of the node (the
+  "head"); the head's port carries ``2s`` and every other GPU's ``s``, so ``(g + 1)·s ≤ L``.
 * NET nodes are removed when the communicator fits in one node (``ncclTopoTrimSystem``), so a single node
   uses the intra-node speed arrays and a multi-node communicator the inter-node ones.
 
@@ -140,8 +141,8 @@ def communicator_channels(system: NcclSystem, ring: NcclGraph) -> int:
 
 
 def nvls_graph(system: NcclSystem, constants: NcclConstants) -> NcclGraph | None:
-    """NVLS graph (None where NCCL has no NVLS: before sm90 or without an NVSwitch)."""
-    if system.compute_capability < 90 or not system.nvswitch or system.gpus_per_node < 2:
+    """NVLS graph (None where NCCL has no NVLS: before sm90, without an NVSwitch, or with ≤ 2 GPUs per node)."""
+    if system.compute_capability < 90 or not system.nvswitch or system.gpus_per_node <= 2:
         return None
     nvl = nvlink_total_gbps(system, constants)
     g = system.gpus_per_node

@@ -280,18 +280,25 @@ def candidates(kind: CollectiveKind | str, topo: Topology) -> list[Candidate]:
     return cache[kind]
 
 
+def _ring(kind: CollectiveKind, topo: Topology) -> list[Candidate]:
+    return _one_dimensional(kind, topo, with_bucket=True)
+
+
+def _mesh_or_torus(kind: CollectiveKind, topo: Topology) -> list[Candidate]:
+    return _switch(kind, topo) if topo.gpus == 1 else _grid(kind, topo)  # a 1-GPU mesh/torus has no dimensions
+
+
+#: The candidate list of each topology family, one entry per :class:`~distcalc.topology.TopologyKind` (a new
+#: kind fails here at import until it has one).
+FAMILIES: dict[TopologyKind, Callable[[CollectiveKind, Topology], list[Candidate]]] = {
+    TopologyKind.RING: _ring, TopologyKind.TREE: _tree, TopologyKind.SWITCH: _switch,
+    TopologyKind.HIERARCHICAL: _hierarchical, TopologyKind.MESH: _mesh_or_torus, TopologyKind.TORUS: _mesh_or_torus,
+}
+assert set(FAMILIES) == set(TopologyKind), "every topology kind has a candidate list"
+
+
 def _build_candidates(kind: CollectiveKind, topo: Topology) -> list[Candidate]:
-    if topo.kind == TopologyKind.SWITCH:
-        return _switch(kind, topo)
-    if topo.kind == TopologyKind.TREE:
-        return _tree(kind, topo)
-    if topo.kind == TopologyKind.RING:
-        return _one_dimensional(kind, topo, with_bucket=True)
-    if topo.kind == TopologyKind.HIERARCHICAL:
-        return _hierarchical(kind, topo)
-    if topo.gpus == 1:  # a 1-GPU mesh/torus has no dimensions
-        return _switch(kind, topo)
-    return _grid(kind, topo)
+    return FAMILIES[topo.kind](kind, topo)
 
 
 def valid_algorithms(kind: CollectiveKind | str, topo: Topology) -> list[Algorithm]:

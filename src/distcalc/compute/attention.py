@@ -12,7 +12,17 @@ FA until we've tested it more", added 2024-02-13, removed 2024-08-29). Its rates
 entries of ``presets/compute.yaml`` (H100: Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Fig. 5–6,
 FlashAttention-2 at head dim 128, BF16, 16k tokens: 370 TFLOP/s forward non-causal, 335 causal, 322
 backward; A100: the preset's own numbers, which are FlashAttention-2's). A GPU without a published
-FlashAttention-2 rate refuses ``flash2``.
+FlashAttention-2 rate refuses ``flash2``. ``flash1`` is the first FlashAttention package (Dao et al. 2022;
+``flash_attn`` 1.x, ``flash_attn_unpadded_func``), the only flash kernel of stacks older than FlashAttention-2's
+release (July 2023), e.g. Megatron-LM's ``--use-flash-attn`` at 285068c8 (January 2023). Dao 2023
+(FlashAttention-2, arXiv:2307.08691), abstract: FlashAttention reaches "only 25-40% of the theoretical maximum
+FLOPs/s" on A100 and FlashAttention-2 is "around 2× faster"; the ``flash1`` entries of ``presets/compute.yaml``
+are therefore the GPU's FlashAttention-2 rates halved (A100: 0.325 forward, 0.275 backward, inside that band).
+
+**Dropout.** Attention dropout inside the fused kernel draws its Philox mask in the forward and redraws it in
+the backward; measured forward + backward overheads at p = 0.1 (:data:`CUDNN_SM90_DROPOUT_OVERHEAD` 3.4 %,
+:data:`CUDNN_SM100_DROPOUT_OVERHEAD` 9.4 %, :data:`FLASH2_DROPOUT_OVERHEAD` 4.7 %; TransformerEngine issue
+#3312 / PR #3313) scale both passes of a layer whose attention dropout is non-zero.
 
 **Causal vs non-causal.** A causal kernel stops each query tile's loop at the diagonal, so the rows of tiles
 carry triangular work and the diagonal tiles are computed in full and masked; it runs below the rate of a
@@ -46,13 +56,13 @@ pairs — the same ``s²/2cp`` as the ring, without the merges (each kernel sees
 from __future__ import annotations
 
 from dataclasses import replace
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from distcalc.compute.device import DeviceCompute, compute_preset_entry, compute_preset_names, elementwise_time_s
 from distcalc.errors import ConfigError
+from distcalc.software import AttentionKernel
 
 ArrayLike = Any
 
@@ -68,11 +78,8 @@ RING_MERGE_KERNELS = (3, 4)
 CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER = 0, 1, 2
 
 
-class AttentionKernel(str, Enum):
-    """Which fused-attention implementation the framework runs (module docstring)."""
-
-    FUSED = "fused"
-    FLASH2 = "flash2"
+#: the package each non-default kernel is, for messages
+KERNEL_PACKAGE = {AttentionKernel.FLASH2: "FlashAttention-2", AttentionKernel.FLASH1: "FlashAttention-1"}
 
 
 def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> DeviceCompute:
@@ -80,21 +87,59 @@ def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> D
     kernel = AttentionKernel(kernel)
     if kernel is AttentionKernel.FUSED:
         return device
-    entry = compute_preset_entry(device.name).get("flash2")
+    entry = compute_preset_entry(device.name).get(kernel.value)
     if not entry:
-        raise ConfigError(f"attention kernel flash2: no published FlashAttention-2 rate for GPU {device.name!r}; "
-                          f"valid: fused (any GPU), flash2 on {', '.join(flash2_gpus())}")
+        raise ConfigError(f"attention kernel {kernel.value}: no published {KERNEL_PACKAGE[kernel]} rate for GPU "
+                          f"{device.name!r}; valid: fused (any GPU), {kernel.value} on "
+                          f"{', '.join(kernel_gpus(kernel))}")
     rates = dict(flash_forward_efficiency=float(entry["forward_causal_efficiency"]),
                  flash_forward_noncausal_efficiency=float(entry["forward_efficiency"]),
                  flash_backward_efficiency=float(entry["backward_efficiency"]),
                  flash_backward_noncausal_efficiency=float(entry["backward_efficiency"]))
+    rates["flash2_attention"] = True
     twin = replace(device.attention, **rates) if device.attention is not None else None
     return replace(device, attention=twin, **rates)
 
 
+#: Attention dropout inside a fused attention kernel (Philox mask generated in the kernel, regenerated in the
+#: backward): extra time of forward + backward at p = 0.1, as a fraction of the kernel without dropout.
+#: cuDNN on sm90: H200, TE 2.15 ``DotProductAttention`` sbhd, 4096 tokens, 16 heads, d 128: 0.594 -> 0.614 ms;
+#: cuDNN on sm100: B300, TE 2.14.1, same shape: 0.480 -> 0.525 ms (NVIDIA/TransformerEngine issue #3312);
+#: FlashAttention-2 (2.7.4): 0.695 -> 0.728 ms, measured by the TE maintainers on GB200 (its sm80 code path,
+#: the one A100s run; TransformerEngine PR #3313).
+CUDNN_SM90_DROPOUT_OVERHEAD = (0.614 - 0.594) / 0.594
+CUDNN_SM100_DROPOUT_OVERHEAD = (0.525 - 0.480) / 0.480
+FLASH2_DROPOUT_OVERHEAD = (0.728 - 0.695) / 0.695
+#: Which fused kernel TransformerEngine runs by default per GPU preset (``DotProductAttention``: "Select
+#: FusedAttention on sm90 and FlashAttention on others"; Blackwell presets run cuDNN as on sm90, the kernel
+#: their flash rates describe): sm80 presets FlashAttention-2, Hopper cuDNN sm90, Blackwell cuDNN sm100.
+DEFAULT_DROPOUT_OVERHEAD = {
+    "a100-80gb": FLASH2_DROPOUT_OVERHEAD, "a100-40gb": FLASH2_DROPOUT_OVERHEAD, "a800-80gb": FLASH2_DROPOUT_OVERHEAD,
+    "h100-sxm": CUDNN_SM90_DROPOUT_OVERHEAD, "h200": CUDNN_SM90_DROPOUT_OVERHEAD, "h800": CUDNN_SM90_DROPOUT_OVERHEAD,
+    "h100-pcie": CUDNN_SM90_DROPOUT_OVERHEAD, "h100-nvl": CUDNN_SM90_DROPOUT_OVERHEAD,
+    "b200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb300": CUDNN_SM100_DROPOUT_OVERHEAD,
+}
+
+
+def attention_dropout_overhead(device: DeviceCompute) -> float:
+    """Fraction a fused attention kernel with dropout runs slower than without (:data:`DEFAULT_DROPOUT_OVERHEAD`
+    by the device's default kernel; the FlashAttention-2 figure where ``flash2`` or ``flash1``, the same
+    package's in-kernel dropout, was chosen); 0 for a
+    device without a measurement (TPU)."""
+    if device.flash2_attention:
+        return FLASH2_DROPOUT_OVERHEAD
+    return DEFAULT_DROPOUT_OVERHEAD.get(device.name, 0.0)
+
+
+def kernel_gpus(kernel: AttentionKernel) -> list[str]:
+    """GPU presets with a published rate for ``kernel`` (``flash1`` / ``flash2``)."""
+    key = AttentionKernel(kernel).value
+    return [name for name in compute_preset_names() if compute_preset_entry(name).get(key)]
+
+
 def flash2_gpus() -> list[str]:
     """GPU presets with a published FlashAttention-2 rate."""
-    return [name for name in compute_preset_names() if compute_preset_entry(name).get("flash2")]
+    return kernel_gpus(AttentionKernel.FLASH2)
 
 
 def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int,
@@ -120,12 +165,18 @@ def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: 
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
     (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
     §3) at ``P·η_bwd``; η the causal or the non-causal rate (MLA's: :func:`attention_efficiencies`); plus one
-    kernel overhead each."""
+    kernel overhead each. Like every tensor-core kernel of a training step, neither runs faster than the
+    GPU's sustained power-limited rate ``P_power`` (:mod:`distcalc.compute.device`, "Power limit"): the
+    kernels run back to back with the GEMMs, at the clock the board power cap allows. On B200 (1.09 PF) this
+    binds the forward kernel (0.60 x 2.25 PF burst): SimuMax's DGX B200 measurement of the same kernel at
+    131,072 tokens, long enough to reach the cap, runs at 1.13 PF (0.50 of peak causal; 0.60 at 32k)."""
     pairs = np.multiply(batch_heads, np.multiply(q_len, np.asarray(kv_len, dtype=float)))  # (query, key) pairs
     flops = (0.5 if causal else 1.0) * 2.0 * pairs * (head_dim + v_head_dim)
     eta_f, eta_b = attention_efficiencies(device, head_dim, v_head_dim, causal)
-    forward = flops / (device.peak_flops_per_s * eta_f) + device.kernel_overhead_s
-    backward = 2.5 * flops / (device.peak_flops_per_s * eta_b) + device.kernel_overhead_s
+    rate_f = min(device.peak_flops_per_s * eta_f, device.power_limited_flops_per_s)
+    rate_b = min(device.peak_flops_per_s * eta_b, device.power_limited_flops_per_s)
+    forward = flops / rate_f + device.kernel_overhead_s
+    backward = 2.5 * flops / rate_b + device.kernel_overhead_s
     return forward, backward
 
 

@@ -100,7 +100,8 @@ class DeviceCompute:
     quantize_bytes_per_element: float = 0.0
     #: bytes per activation element (:attr:`distcalc.precision.Precision.activation_bytes`)
     activation_bytes: float = Precision.BF16.activation_bytes
-    #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer)
+    #: the framework runs RMSNorm, SwiGLU and RoPE as PyTorch-eager composite ops (distcalc.compute.layer) and
+    #: the rest of a PyTorch-native model's code (distcalc.compute.pytorch_layer)
     eager_elementwise: bool = False
     #: the framework's linear layers add the QKV bias and reduce bias gradients in kernels of their own
     #: (Megatron-LM local linears; distcalc.compute.layer)
@@ -109,6 +110,14 @@ class DeviceCompute:
     #: backward FLOP/s as fractions of peak where measured (compute.yaml ``flash_mla_*``); None: as d_qk = d_v
     flash_mla_forward_efficiency: float | None = None
     flash_mla_backward_efficiency: float | None = None
+    #: measured rate of the output layer's cross-entropy kernels as a fraction of HBM bandwidth over the bytes
+    #: :func:`distcalc.compute.layer.head_times` counts (unfused Megatron-Core vocab-parallel CE; TE's fused
+    #: Triton CE), where measured (compute.yaml ``cross_entropy_*``); None: the generic streaming rate η_mem
+    cross_entropy_hbm_efficiency: float | None = None
+    fused_cross_entropy_hbm_efficiency: float | None = None
+    #: the attention rates are the FlashAttention-2 package's (``--attention-kernel flash2``), not the fused
+    #: kernel the stack picks by default (distcalc.compute.attention)
+    flash2_attention: bool = False
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -254,6 +263,8 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
         flash_mla_forward_efficiency=_optional_float(entry, "flash_mla_forward_efficiency"),
         flash_mla_backward_efficiency=_optional_float(entry, "flash_mla_backward_efficiency"),
+        cross_entropy_hbm_efficiency=_optional_float(entry, "cross_entropy_hbm_efficiency"),
+        fused_cross_entropy_hbm_efficiency=_optional_float(entry, "fused_cross_entropy_hbm_efficiency"),
     )
 
 

@@ -14,11 +14,16 @@ al. 2022 §4.2.2):
 * Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
   ``(b·a/t, s/cp, d_v, s)``; the fused scale-mask-softmax reads and writes the ``b·(a/t)·(s/cp)·s``
   scores (4 bytes/element forward, 6 backward) and attention dropout reads, writes and stores a 1-byte
-  mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one.
+  mask (5 bytes/element each way). Backward: 2 batched GEMMs per forward one. ALiBi (Megatron-DeepSpeed,
+  BLOOM: ``torch.baddbmm(alibi, q, kᵀ, beta=1)``) adds its bias through the GEMM's C operand: PyTorch copies
+  the broadcast ``[b·a, 1, s]`` bias into the ``[b·a, s, s]`` output and cuBLAS reads it back (2 + 2 bytes
+  per score element forward, :data:`ALIBI_SCORE_BYTES`); the bias needs no gradient.
   With FlashAttention: FLOPs ``4·b·(a/t)·(s/cp)·s·d`` × ½ (causal blocks skipped) forward at the
   device's flash forward efficiency; backward 2.5 × the forward FLOPs (it recomputes P) at the backward
-  efficiency (Dao 2023, FlashAttention-2, §3). Under ring context parallelism the same causal work runs as
-  one causal and cp − 1 non-causal kernels with merges between them (:mod:`distcalc.compute.attention`).
+  efficiency (Dao 2023, FlashAttention-2, §3); with attention dropout both run the kernel's measured
+  dropout overhead slower (:func:`distcalc.compute.attention.attention_dropout_overhead`). Under ring
+  context parallelism the same causal work runs as one causal and cp − 1 non-causal kernels with merges
+  between them (:mod:`distcalc.compute.attention`).
 * Elementwise, priced by bytes (bf16 = 2 bytes): per element of the residual stream Tₑ·h — forward two
   norms (read+write, 4 B) and two bias-dropout-add (read x and residual, write out, 1-byte mask: 7 B;
   6 B without dropout); backward norms 8 B, dropout-add 5 B. A parallel block (:mod:`distcalc.model.blocks`)
@@ -38,7 +43,9 @@ the activation, which saves ≤ 2 of those 4 bytes there; not credited). Weights
 and cached across micro-batches (not counted); amax reductions are negligible.
 
 PyTorch eager (``device.eager_elementwise``; torchtitan's Llama without ``fused_rmsnorm`` or
-``torch.compile``, IBM fms-fsdp): the elementwise work runs as the composite ops of the model code, each a
+``torch.compile``, IBM fms-fsdp) also runs that model code's separate q/k/v and gate/up linears, autograd's
+gradient adds and the GQA key/value expansion (:mod:`distcalc.compute.pytorch_layer`); its elementwise work
+runs as the composite ops of the model code, each a
 kernel that reads and writes the whole tensor (bytes per element, forward / backward, counted from the code
 and autograd's saved tensors):
 
@@ -81,13 +88,16 @@ from typing import Any
 import numpy as np
 
 from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
-                                        flash_attention_times, ring_attention_times)
+                                        attention_dropout_overhead, flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
+from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_FORWARD_BYTES_PER_LOGIT,  # noqa: F401 (re-export)
+                                   CrossEntropyKernel, cross_entropy_times)
 from distcalc.compute.mla import qkv_projections
 from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
+from distcalc.compute.pytorch_layer import WGRAD_OUTPUT_BYTES, native_code_times, separate_gate_up, separate_qkv
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Recompute
 
@@ -106,6 +116,9 @@ EAGER_EXTRA_KERNELS = {"rmsnorm": 10, "swiglu": 1, "rope": 5}
 #: write 2) and of a bias-gradient reduction (read the 16-bit output gradient)
 LOCAL_BIAS_ADD_BYTES = 4.0
 LOCAL_BIAS_GRAD_BYTES = 2.0
+#: ALiBi through ``baddbmm``'s C operand without FlashAttention (module docstring): the expanded copy of the
+#: bias into the scores (write 2 B) and cuBLAS reading it as C (2 B) per score element, forward
+ALIBI_SCORE_BYTES = 4.0
 
 
 @dataclass(frozen=True)
@@ -134,10 +147,13 @@ class LayerTimes:
 
 def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
                   device: DeviceCompute) -> tuple[ArrayLike, ArrayLike, ArrayLike]:
-    """(forward, dgrad, wgrad) seconds of a weight GEMM ``[m×k]·[k×n]``."""
+    """(forward, dgrad, wgrad) seconds of a weight GEMM ``[m×k]·[k×n]``; the weight gradient accumulates into
+    fp32 ``main_grad`` (Megatron) or, in PyTorch-native model code, is written as a new 16-bit tensor
+    (:data:`distcalc.compute.pytorch_layer.WGRAD_OUTPUT_BYTES`)."""
     fwd = gemm_time_s(batch, m, n, k, device)
     dgrad = gemm_time_s(batch, m, k, n, device)
-    wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=WGRAD_ACCUMULATE_BYTES)
+    out = WGRAD_OUTPUT_BYTES if device.eager_elementwise else WGRAD_ACCUMULATE_BYTES
+    wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=out)
     return fwd, dgrad, wgrad
 
 
@@ -159,7 +175,8 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
                  + gemm_time_s(batch, sq, s, dv, device) + gemm_time_s(batch, s, dv, sq, device))
     elements = batch * sq * np.asarray(s, dtype=float)
     drop = 1.0 if dims.attention_dropout else 0.0
-    fwd_el = elementwise_time_s(elements * (4.0 + 5.0 * drop), device, 1 + drop)
+    alibi = 1.0 if dims.alibi else 0.0
+    fwd_el = elementwise_time_s(elements * (4.0 + 5.0 * drop + ALIBI_SCORE_BYTES * alibi), device, 1 + drop + alibi)
     bwd_el = elementwise_time_s(elements * (6.0 + 5.0 * drop), device, 1 + drop)
     unfused_fwd = scores + values + fwd_el
     unfused_bwd = bwd_gemms + bwd_el
@@ -174,6 +191,9 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
     flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
     flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
+    if dims.attention_dropout:  # the kernel's in-kernel dropout (distcalc.compute.attention)
+        slower = 1.0 + attention_dropout_overhead(device)
+        flash_fwd, flash_bwd = flash_fwd * slower, flash_bwd * slower
     use_flash = np.asarray(flash) != 0
     return np.where(use_flash, flash_fwd, unfused_fwd), np.where(use_flash, flash_bwd, unfused_bwd)
 
@@ -215,12 +235,23 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         act_elements = tokens * dims.ffn / np.asarray(t, dtype=float)
         moe_f = moe_b = 0.0
 
+    split: dict[int, list[tuple[Any, Any, Any, Any]]] = {}  # fused slots a PyTorch-native model runs as
+    native = device.eager_elementwise and dims.rmsnorm          # separate linears (compute.pytorch_layer)
+    if native:
+        if not dims.kv_lora_rank:
+            split[0] = separate_qkv(dims, tokens, t)
+        if not moe and dims.gated:
+            split[len(projections.gemms) + 1] = separate_gate_up(dims, tokens, t)
     fwd_gemm = dgrad = wgrad = 0.0
     per_gemm: list[tuple[ArrayLike, ArrayLike, ArrayLike]] = []
     gemm_inputs = gemm_outputs = 0.0  # elements: what FP8 quantises forward (inputs) and backward (output grads)
     for i, (batch, mm, nn, kk) in enumerate(gemms + experts):
-        f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
-                     else _gemm_fwd_bwd(batch, mm, nn, kk, device))
+        if i in split:
+            parts = [_gemm_fwd_bwd(*part, device) for part in split[i]]
+            f, dg, wg = (sum(part[j] for part in parts) for j in range(3))
+        else:
+            f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
+                         else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         per_gemm.append((f, dg, wg))
         gemm_inputs = gemm_inputs + np.multiply(batch, np.multiply(mm, kk))
@@ -252,8 +283,9 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
     adds = 1 if dims.parallel_block else 2
     kernels = 1 + norms + adds + (1 if dims.rope else 0) + projections.latent_norms + fp8_casts + eager_kernels
     bias_f, bias_b = local_bias_times(dims, device, tokens, stream, t, moe)
-    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f + bias_f
-    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b + bias_b
+    native_f, native_b = native_code_times(dims, device, tokens, t, not moe) if native else (0.0, 0.0)
+    fwd_el = elementwise_time_s(fwd_bytes, device, kernels) + moe_f + bias_f + native_f
+    bwd_el = elementwise_time_s(bwd_bytes, device, kernels) + moe_b + bias_b + native_b
 
     forward = fwd_gemm + attn_fwd + fwd_el
     backward = dgrad + wgrad + attn_bwd + bwd_el
@@ -303,11 +335,6 @@ def op_sac_recompute_gemm_s(dims: ModelDims, device: DeviceCompute, tokens: Arra
     return total
 
 
-#: HBM bytes per logit of Megatron-Core's unfused vocab-parallel cross-entropy (``head_times`` counts them)
-CE_FORWARD_BYTES_PER_LOGIT = 2 + 4 + 4 + 8 + 8 + 4 + 8
-CE_BACKWARD_BYTES_PER_LOGIT = 8 + 6
-
-
 @dataclass(frozen=True)
 class HeadTimes:
     """Embedding (first pipeline stage) and output layer + loss (last stage), one micro-batch.
@@ -322,19 +349,15 @@ class HeadTimes:
 
 
 def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
-               tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0) -> HeadTimes:
+               tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0,
+               cross_entropy: CrossEntropyKernel = CrossEntropyKernel.UNFUSED) -> HeadTimes:
     """Embedding lookup (write Tₑ·h; backward: PyTorch's dense embedding gradient — zero and write the
     V/t × h table in 16 bit, read it and accumulate into the fp32 ``main_grad``: 14 bytes per table
     element, plus reading the T·h output gradient), final norm, logits GEMM ``(1, T, V/t, h)`` with its two
     backward GEMMs (16-bit also under FP8 training: :func:`~distcalc.compute.device.sixteen_bit`), and the
-    vocabulary-parallel cross-entropy in fp32, counted op by op from Megatron-Core
-    ``tensor_parallel/cross_entropy.py`` (``VocabParallelCrossEntropy``): forward ``.float()`` of the 16-bit
-    logits (read 2, write 4), ``max`` (read 4), in-place ``-= max`` (4 + 4), in-place ``exp`` (4 + 4),
-    ``sum`` (read 4), in-place ``div_`` by the sum (4 + 4): :data:`CE_FORWARD_BYTES_PER_LOGIT` = 38 bytes in
-    6 logits-sized kernels; backward ``mul_`` of the saved softmax by the output gradient (4 + 4) and the
-    autograd of ``.float()`` casting the fp32 gradient back to 16 bit (4 + 2):
-    :data:`CE_BACKWARD_BYTES_PER_LOGIT` = 14 bytes in 2 kernels (the target gather/scatter touch one logit
-    per token and are left out)."""
+    cross-entropy of the implementation ``cross_entropy`` names (:mod:`distcalc.compute.loss`: Megatron-Core's
+    unfused vocabulary-parallel loss, 38 B per logit forward in 6 kernels and 14 backward in 2, or a fused one),
+    at the GPU's measured rate for that kernel where compute.yaml has one."""
     device = sixteen_bit(device)
     tokens = np.multiply(micro_batch, np.divide(seq_len, cp))
     sp = np.asarray(sequence_parallel) != 0
@@ -344,6 +367,7 @@ def head_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, s
     emb_b = elementwise_time_s(tokens * dims.hidden * 2.0 + vocab_t * dims.hidden * 14.0, device, 3)
     f, dg, wg = _gemm_fwd_bwd(1, tokens, vocab_t, dims.hidden, device)
     logits = tokens * vocab_t
-    out_f = f + elementwise_time_s(logits * CE_FORWARD_BYTES_PER_LOGIT + stream * 4.0, device, 7)
-    out_b = dg + wg + elementwise_time_s(logits * CE_BACKWARD_BYTES_PER_LOGIT + stream * 8.0, device, 3)
+    ce_f, ce_b = cross_entropy_times(device, logits, cross_entropy)
+    out_f = f + ce_f + elementwise_time_s(stream * 4.0, device, 1)
+    out_b = dg + wg + ce_b + elementwise_time_s(stream * 8.0, device, 1)
     return HeadTimes(emb_f, emb_b, out_f, out_b, wg)

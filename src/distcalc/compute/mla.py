@@ -9,7 +9,13 @@ TransformerEngine layer spec), on one tensor-parallel rank (``t`` = TP, ``T`` to
   ``linear_q_up_proj`` ``(T, a·d_qk/t, r_q)`` (column-parallel); without a query rank one ``(T, a·d_qk/t, h)``.
 * key/value: ``linear_kv_down_proj`` ``(T, r_kv + d_rope, h)`` (duplicated), ``kv_layernorm`` on ``T·r_kv``,
   ``linear_kv_up_proj`` ``(T, a·(d_nope + d_v)/t, r_kv)`` (column-parallel).
-* RoPE only on the rotary parts: ``a·d_rope/t`` query and ``d_rope`` shared key elements per token.
+* RoPE as Megatron-Core's fused MLA kernels run it (``apply_rope_fusion``, on unless ``--no-rope-fusion``;
+  ``fusions/fused_mla_yarn_rope_apply.py``): ``rotary_fwd_q_kernel`` rotates the ``a·d_rope/t`` rotary query
+  elements in place, and ``rotary_fwd_kv_kernel`` builds the attention's key and value from the up-projected
+  ``kv``: it reads ``a·(d_nope + d_v)/t`` and writes ``a·(d_qk + d_v)/t`` elements per token (the rotated
+  ``d_rope`` shared key broadcast to every head); the backward kernels move the same gradients back.
+  Counted, like the fused RoPE of a GQA layer, in elements of 4 bytes each way (read + write bf16):
+  ``a/t·(d_rope + (d_nope + d_qk + 2·d_v)/2) + d_rope`` per token.
 
 A GQA/MHA layer has the fused ``(T, (a + 2g)·d/t, h)`` QKV GEMM and RoPE on its ``(a + g)·d/t`` q/k elements.
 """
@@ -51,5 +57,6 @@ def qkv_projections(dims: ModelDims, tokens: ArrayLike, tp: ArrayLike) -> Projec
                  (1, tokens, a * (nope + dims.v_head_dim) / t, dims.kv_lora_rank)]
     norms = 2 if dims.q_lora_rank else 1
     latent = tokens * (dims.q_lora_rank + dims.kv_lora_rank)
-    rope = tokens * (a * dims.qk_rope_dim / t + dims.qk_rope_dim) if dims.rope else 0.0
+    kv_assembly = (nope + dims.head_dim + 2 * dims.v_head_dim) / 2.0  # rotary_fwd_kv_kernel, per head
+    rope = tokens * (a * (dims.qk_rope_dim + kv_assembly) / t + dims.qk_rope_dim) if dims.rope else 0.0
     return Projections(query + key_value, latent, norms, rope)

@@ -8,13 +8,14 @@ from typing import Any, Optional
 
 from pydantic import Field
 
-from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels,
-                              FsdpSharding, StepReport, analyze)
+from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel,
+                              ElementwiseKernels, FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
-from distcalc.jobs.base import PipelineRequest, parse_option, request_to_yaml
+from distcalc.jobs.base import PipelineRequest, request_to_yaml
+from distcalc.jobs.messages import parse_option
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_rate, parse_time
@@ -79,8 +80,13 @@ class AnalyzeRequest(PipelineRequest):
     elementwise_kernels: ElementwiseKernels = Field(ElementwiseKernels.FUSED,
                                                     description="fused (Megatron/TE) or eager (PyTorch) ops")
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
-                                              description="fused (cuDNN/FA3-class) or flash2 (FlashAttention-2)")
-    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers or FSDP2 per-parameter")
+                                              description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or flash1 "
+                                                          "(FlashAttention 1.x)")
+    cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
+                                              description="loss kernels: unfused, native-fused or te-fused")
+    fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers, FSDP1 flat parameter "
+                                        "or FSDP2 per-parameter")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -143,7 +149,8 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
-                             attention_kernel=request.attention_kernel,
+                             attention_kernel=request.attention_kernel, cross_entropy=request.cross_entropy,
+                             fsdp_shard_size=request.fsdp_shard_size,
                              calibration=load_calibration(calibration) if calibration is not None else None)
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:

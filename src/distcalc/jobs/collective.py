@@ -16,10 +16,12 @@ from distcalc.collective.busbw import algbw_busbw
 from distcalc.errors import AlgorithmError, TopologyError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.inputs import excerpt
-from distcalc.jobs.base import JobRequest, parse_option
+from distcalc.jobs.base import JobRequest
+from distcalc.jobs.messages import parse_option
 from distcalc.p2p import SEND_RECV, send_recv_cost
 from distcalc.placement import group_placement
-from distcalc.topology import Topology, TopologyKind, make_topology
+from distcalc.topology import Topology, TopologyKind, kind_traits, make_topology
+from distcalc.topology.kinds import kinds_with
 from distcalc.traffic import Dim
 from distcalc.units import parse_rate, parse_size_range, parse_time
 
@@ -124,7 +126,7 @@ def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: 
         raise TopologyError(f"--topology {topology!r} is unknown: valid topologies are {valid}") from None
     rate = lambda name, text: parse_option(parse_rate, text, name)  # noqa: E731
     time = lambda name, text: parse_option(parse_time, text, name)  # noqa: E731
-    if kind == TopologyKind.HIERARCHICAL:
+    if kind_traits(kind).two_tier:
         b1 = rate("--intra-bandwidth", intra_bandwidth or bandwidth or DEFAULTS["intra_bandwidth"])
         a1 = time("--intra-latency", intra_latency or latency or DEFAULTS["intra_latency"])
         b2 = rate("--inter-bandwidth", inter_bandwidth or DEFAULTS["inter_bandwidth"])
@@ -134,7 +136,8 @@ def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: 
     for name, value in (("--intra-bandwidth", intra_bandwidth), ("--intra-latency", intra_latency),
                         ("--inter-bandwidth", inter_bandwidth), ("--inter-latency", inter_latency)):
         if value is not None:
-            raise TopologyError(f"{name} {value!r} applies only to --topology hierarchical, not {kind.value}")
+            raise TopologyError(f"{name} {value!r} applies only to --topology {kinds_with('two_tier')}, "
+                                f"not {kind.value}")
     b = rate("--bandwidth", bandwidth or DEFAULTS["bandwidth"])
     a = time("--latency", latency or DEFAULTS["latency"])
     return make_topology(kind, gpus, b, a, shape=shape, gpus_per_node=gpus_per_node,

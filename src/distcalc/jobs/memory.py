@@ -8,8 +8,11 @@ from typing import Any, Optional
 from pydantic import Field
 
 from distcalc.hardware_choice import Hardware, resolve_hardware
-from distcalc.jobs.base import PipelineRequest, parse_option
+from distcalc.jobs.base import PipelineRequest
+from distcalc.jobs.messages import parse_option
+from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
+from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_size
@@ -44,6 +47,11 @@ class MemoryRequest(PipelineRequest):
     cuda_context: str = "512MiB"
     allocator_reserve: float = 0.05
     moe_token_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE busiest-rank routed tokens / mean")
+    step_buffer: float = Field(0.0, ge=0.0, le=64.0, description="bytes per optimizer-shard parameter the "
+                               "optimizer step allocates (DeepSpeed ZeRO-1/2: 6)")
+    step_bucket: str = Field("0", description="gradient bucket the optimizer step allocates (DeepSpeed "
+                             "ZeRO-1/2: 1e9 = 5e8 16-bit elements)")
+    fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
 
 
 def size_or_zero(text: str) -> int:
@@ -63,6 +71,24 @@ class MemoryRun:
     gpus_origin: Optional[str]  # None: given
 
 
+#: ``--comm-buffer`` value that counts the job's NCCL communicators instead of a fixed size
+AUTO_COMM_BUFFER = "auto"
+
+
+def comm_buffer_bytes(text: str, config: ParallelConfig, hardware: Hardware, tied_embeddings: bool) -> int:
+    """``--comm-buffer``: a size, or ``auto`` — the NCCL buffers of the communicators the layout holds on
+    the cluster (:func:`distcalc.memory.nccl_buffers.nccl_buffer_bytes`: world, TP, CP, DP, PP, EP groups,
+    the tied-embedding group, NVLS buffers on NVLink-SHARP nodes)."""
+    if text.strip().lower() == AUTO_COMM_BUFFER:
+        return nccl_buffer_bytes(config.tp, config.pp, config.dp, config.cp, config.ep,
+                                 hardware.cluster.gpus_per_node, hardware.cluster.intra.name,
+                                 tied_embeddings=tied_embeddings)
+    try:
+        return parse_option(size_or_zero, text, "--comm-buffer")
+    except DistcalcError as error:
+        raise type(error)(f"{error} (or '{AUTO_COMM_BUFFER}': count the job's NCCL communicators)") from None
+
+
 def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRun:
     """The report ``distcalc memory`` prints (``allow_files``: ``model`` and ``cluster`` may be file paths)."""
     spec = request.resolve_model(allow_files)
@@ -75,10 +101,14 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
         "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")}
     config = ParallelConfig(gpus=gpus, **layout)
     options = MemoryOptions(recipe=request.recipe,
-                            comm_buffer_bytes=parse_option(size_or_zero, request.comm_buffer, "--comm-buffer"),
+                            comm_buffer_bytes=comm_buffer_bytes(request.comm_buffer, config, hardware,
+                                                                spec.tie_word_embeddings),
                             cuda_context_bytes=parse_option(size_or_zero, request.cuda_context, "--cuda-context"),
                             allocator_reserve_fraction=request.allocator_reserve,
-                            moe_token_factor=request.moe_token_factor)
+                            moe_token_factor=request.moe_token_factor,
+                            step_buffer_bytes_per_parameter=request.step_buffer,
+                            step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
+                           zero_shard_size=request.fsdp_shard_size)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 
 

@@ -13,7 +13,7 @@ from distcalc.collective.nccl_cluster import nccl_system
 from distcalc.collective.nccl_constants import NcclAlgo, NcclProto, parse_version
 from distcalc.collective.nccl_tuner import NcclEstimate, nccl_estimate
 from distcalc.errors import AlgorithmError
-from distcalc.jobs.base import parse_option
+from distcalc.jobs.messages import parse_option
 from distcalc.jobs.collective import (
     CollectiveRequest, cluster_topology, parse_collective_kind,
 )

@@ -11,7 +11,8 @@ from pydantic import Field
 from distcalc.calibration import load_calibration
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
-from distcalc.jobs.base import PipelineRequest, parse_option
+from distcalc.jobs.base import PipelineRequest
+from distcalc.jobs.messages import parse_option
 from distcalc.run_file import DEFAULTS
 from distcalc.inputs import excerpt
 from distcalc.search import SearchResult, SpaceChoices, min_gpus_candidates, parse_gpu_counts, search

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from distcalc.collective import CollectiveKind, parse_algorithm, parse_kind, valid_algorithms
 from distcalc.errors import AlgorithmError
-from distcalc.jobs.base import parse_option
+from distcalc.jobs.messages import parse_option
 from distcalc.jobs.collective import TopologyRequest
 from distcalc.simulate import SimulationResult, parse_mode, simulate
 from distcalc.units import parse_size

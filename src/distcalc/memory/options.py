@@ -24,6 +24,14 @@ class MemoryOptions(BaseModel):
       everything else. Stated assumption.
     * ``zero3_prefetch_layers`` 1: under ZeRO-3 the weights of this many layers are all-gathered in full
       (16-bit) at a time, on top of the shards.
+    * ``step_buffer_bytes_per_parameter`` 0 and ``step_bucket_bytes`` 0: tensors an optimizer step allocates
+      after the pipeline has freed its activations — per parameter of this GPU's optimizer shard, and one
+      gradient bucket. The caching allocator cannot serve them from the freed activation blocks when they are
+      larger, so they add segments to the reserved pool (reserved and device bases; on the allocated basis they
+      count against the model states alone). DeepSpeed's ZeRO-1/2 optimizer:
+      :func:`distcalc.memory.stacks.stack_memory_options`.
+    * ``zero_shard_size`` 0: ZeRO-3 shards the model states over the whole dp·cp group; k > 1 is HSDP (shard
+      within groups of k ranks, replicate across them; :mod:`distcalc.analyze.hsdp`): ZeRO-3 states divide by k.
     * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
       :func:`distcalc.analyze.options.moe_slot_factor`).
     """
@@ -35,5 +43,10 @@ class MemoryOptions(BaseModel):
     cuda_context_bytes: int = Field(512 * MIB, ge=0, description="CUDA context and library workspaces, bytes")
     allocator_reserve_fraction: float = Field(0.05, ge=0, lt=1, description="allocator fragmentation reserve")
     zero3_prefetch_layers: int = Field(1, ge=0, description="layers all-gathered at once under ZeRO-3")
+    step_buffer_bytes_per_parameter: float = Field(0.0, ge=0, description="bytes per optimizer-shard parameter "
+                                                   "allocated by the optimizer step")
+    step_bucket_bytes: int = Field(0, ge=0, description="gradient bucket allocated at the optimizer step, bytes")
+    zero_shard_size: int = Field(0, ge=0, description="HSDP: ZeRO-3 states sharded over groups of this many DP "
+                                 "ranks (0: the whole dp·cp group)")
     moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
                                     "mean routed token (capacity factor, or dropless load imbalance)")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from distcalc.errors import ConfigError
 from distcalc.hardware import GpuSpec, load_gpu
 from distcalc.memory.batch import formula_inputs
 from distcalc.model.dims import model_dims
@@ -65,6 +66,8 @@ class StageMemory(BaseModel):
     communication_buffers_bytes: float
     cuda_context_bytes: float
     allocator_reserve_bytes: float
+    optimizer_step_buffers_bytes: float = Field(0.0, description="tensors the optimizer step allocates in new "
+                                                "segments (MemoryOptions.step_*)")
     total_bytes: float
 
     def peak_bytes(self, basis: MemoryBasis) -> float:
@@ -72,7 +75,11 @@ class StageMemory(BaseModel):
         if basis is MemoryBasis.DEVICE:
             return self.total_bytes
         reserved = self.total_bytes - self.communication_buffers_bytes - self.cuda_context_bytes
-        return reserved if basis is MemoryBasis.RESERVED else reserved - self.allocator_reserve_bytes
+        if basis is MemoryBasis.RESERVED:
+            return reserved
+        # allocated: the steady state, or the model states with the optimizer step's tensors if that is more
+        steady = reserved - self.allocator_reserve_bytes - self.optimizer_step_buffers_bytes
+        return max(steady, self.model_states_bytes + self.optimizer_step_buffers_bytes)
 
 
 class MemoryReport(BaseModel):
@@ -154,6 +161,9 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     gpu = load_gpu(gpu) if isinstance(gpu, str) else gpu
     options = options or MemoryOptions()
     validate_for_model(config, spec)
+    if options.zero_shard_size and (config.data_parallel * config.cp) % options.zero_shard_size:
+        raise ConfigError(f"fsdp_shard_size({options.zero_shard_size}) must divide the data-parallel group "
+                          f"dp·cp({config.data_parallel * config.cp})")
     dims = model_dims(spec)
     terms = config_terms(dims, **config_formula_inputs(config, options))
     stages = []
@@ -166,6 +176,8 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     worst = int(np.argmax([s.total_bytes for s in stages]))
     per_param = bytes_per_parameter(options.recipe, config.dtype)
     shard = config.data_parallel * config.cp
+    if options.zero_shard_size and config.zero_stage >= 3:  # HSDP (MemoryOptions.zero_shard_size)
+        shard = min(options.zero_shard_size, shard)
     dw, dg, do = (float(x) for x in zero_divisors(config.zero_stage, shard))
     sharding = {"zero_stage": config.zero_stage, "dp_cp_group": shard, "expert_dp_group": shard / config.ep,
                 "weights_divisor": dw, "gradients_divisor": dg, "optimizer_divisor": do}

@@ -14,6 +14,17 @@ software stack implies, each from a published measurement or the stack's own sou
   ``BF16_Optimizer`` (written for BLOOM at the end of February 2022, BigScience tr11 chronicle "Rebalancing
   layers": "accumulate gradients in fp32 … additional memory usage is 4bytes x params and it's not sharded")
   keeps both the bf16 ``param.grad`` and an unsharded fp32 accumulator: :attr:`Recipe.DEEPSPEED_BF16`, 20 B.
+* **DeepSpeed ZeRO-1/2 optimizer step** (``step_buffer_bytes_per_parameter``, ``step_bucket_bytes``): after
+  the last backward pass the ZeRO optimizer (``stage_1_and_2.py`` of February 2022, DeepSpeed 0.5/0.6) reduces
+  the 16-bit gradients through a bucket of ``reduce_bucket_size`` elements in the model dtype (default 5e8,
+  ``zero/constants.py``; ``reduce_gradients``: "with PP we must create ipg buffer, since backward is handled
+  outside zero") and then, in ``step()``, builds the flat 16-bit copy of this rank's gradient partition
+  (``self.flatten(self.averaged_gradients[i])``, 2 B per shard parameter) and converts it to fp32
+  (``.to(self.single_partition_of_fp32_groups[i].dtype)``, 4 B), both alive until the conversion ends: 6 B per
+  optimizer-shard parameter (:data:`DEEPSPEED_STEP_GRADIENT_COPY_BYTES`) plus the 1e9-byte bucket
+  (:data:`DEEPSPEED_REDUCE_BUCKET_BYTES`). Each is one tensor larger than any activation block the pipeline
+  freed (a layer's activations are a few hundred MB), so the caching allocator reserves new segments for them:
+  they count on the reserved and nvidia-smi bases on top of the steady state.
 * **CUDA context** (``cuda_context_bytes``): without lazy module loading the CUDA runtime loads every kernel of
   every library the process links (PyTorch, cuBLAS, cuDNN, NCCL) at context creation. BigScience measured it
   with ``torch.ones(1).cuda()`` and nvidia-smi: 1573 MiB on an A100 40GB (1271 MiB on a V100 32GB), tr11-176B
@@ -27,6 +38,8 @@ software stack implies, each from a published measurement or the stack's own sou
   unusable (:data:`RECOMPUTE_FRAGMENTATION`). :class:`MemoryOptions` counts the reserve as a fraction of the
   rest, so a fragmentation ``f`` of the reserved pool is ``f / (1 − f)`` of it
   (:func:`reserve_fraction_of_fragmentation`). A stack without those techniques keeps the 5 % default.
+* **NCCL communicators** (``comm_buffer_bytes``): the channel and NVLS buffers of every communicator the job
+  holds (:mod:`distcalc.memory.nccl_buffers`), device memory outside PyTorch's allocator.
 """
 
 from __future__ import annotations
@@ -37,6 +50,11 @@ from distcalc.units import MIB
 
 #: CUDA context with eager module loading: BigScience, ``torch.ones(1).cuda()`` + nvidia-smi on A100 40GB (2022).
 EAGER_CUDA_CONTEXT_BYTES = 1573 * MIB
+#: DeepSpeed ZeRO-1/2 ``step()``: flat 16-bit copy (2 B) and its fp32 conversion (4 B) per optimizer-shard
+#: parameter (module docstring).
+DEEPSPEED_STEP_GRADIENT_COPY_BYTES = 6.0
+#: DeepSpeed's gradient-reduction bucket: ``reduce_bucket_size`` default 5e8 elements (zero/constants.py) × 2 B.
+DEEPSPEED_REDUCE_BUCKET_BYTES = 500_000_000 * 2
 #: First CUDA release with lazy module loading (CUDA C++ Programming Guide, "Lazy Loading").
 LAZY_LOADING_CUDA = (11, 7)
 #: Mean fragmentation of PyTorch's caching allocator under recomputation / sharding (GMLake, Guo et al. 2024).
@@ -70,15 +88,22 @@ def zero_optimizer_recipe(deepspeed_zero: bool, fp32_grad_accumulation: bool = F
 
 def stack_memory_options(*, deepspeed_zero: bool = False, fp32_grad_accumulation: bool = False,
                          cuda_version: tuple[int, int] | None = None, irregular_allocations: bool = False,
-                         base: MemoryOptions | None = None) -> MemoryOptions:
-    """:class:`MemoryOptions` of a software stack (module docstring): the recipe of its optimizer, the CUDA
-    context of its CUDA release, and GMLake's fragmentation when it recomputes activations or gathers and
-    frees sharded parameters per layer (``irregular_allocations``)."""
+                         nccl_buffer_bytes: int | None = None, base: MemoryOptions | None = None) -> MemoryOptions:
+    """:class:`MemoryOptions` of a software stack (module docstring): the recipe of its optimizer (and the
+    ZeRO-1/2 optimizer's step buffers), the CUDA context of its CUDA release, GMLake's fragmentation when it
+    recomputes activations or gathers and frees sharded parameters per layer (``irregular_allocations``), and
+    the NCCL buffers of the job's communicators where they were counted (``nccl_buffer_bytes``:
+    :func:`distcalc.memory.nccl_buffers.nccl_buffer_bytes`; None keeps the base's ``comm_buffer_bytes``)."""
     base = base or MemoryOptions()
+    recipe = zero_optimizer_recipe(deepspeed_zero, fp32_grad_accumulation)
     update: dict[str, object] = {
-        "recipe": zero_optimizer_recipe(deepspeed_zero, fp32_grad_accumulation),
-        "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
+        "recipe": recipe, "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
     }
+    if nccl_buffer_bytes is not None:
+        update["comm_buffer_bytes"] = int(nccl_buffer_bytes)
+    if recipe is Recipe.MIXED_16BIT_GRADS:  # the ZeRO-1/2 optimizer's step (module docstring)
+        update.update(step_buffer_bytes_per_parameter=DEEPSPEED_STEP_GRADIENT_COPY_BYTES,
+                      step_bucket_bytes=DEEPSPEED_REDUCE_BUCKET_BYTES)
     if irregular_allocations:
         update["allocator_reserve_fraction"] = reserve_fraction_of_fragmentation(RECOMPUTE_FRAGMENTATION)
     return base.model_copy(update=update)

@@ -44,7 +44,8 @@ STAGE_KEYS = (
     "optimizer_bytes", "model_states_bytes", "layer_model_states_bytes", "in_flight_micro_batches",
     "activations_per_layer_bytes", "layer_activations_bytes", "recompute_workspace_bytes",
     "embedding_activations_bytes", "output_activations_bytes", "loss_workspace_bytes", "activations_bytes",
-    "communication_buffers_bytes", "cuda_context_bytes", "allocator_reserve_bytes", "total_bytes",
+    "communication_buffers_bytes", "cuda_context_bytes", "allocator_reserve_bytes", "optimizer_step_buffers_bytes",
+    "total_bytes",
 )
 
 
@@ -83,7 +84,10 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
     :func:`stage_lines`."""
     f = lambda x: np.asarray(x, dtype=float)  # noqa: E731
     tp_f, ep_f = f(tp), f(ep)
+    z3 = np.asarray(zero) >= 3
     shard = f(dp) * f(cp)
+    if options.zero_shard_size:  # HSDP: ZeRO-3 states sharded within groups of k ranks, replicated across them
+        shard = np.where(z3, np.minimum(float(options.zero_shard_size), shard), shard)
     expert_shard = shard / ep_f
     has_moe = dims.moe_cumulative[-1] > 0
     act = dict(seq_len=seq_len, micro_batch=micro_batch, tp=tp, cp=cp, sequence_parallel=sequence_parallel)
@@ -95,7 +99,6 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
-    z3 = np.asarray(zero) >= 3
     pp_f, m = f(pp), f(num_micro_batches)
     lm_head = dims.embedding if dims.tied_embeddings else dims.lm_head
     lm_head = np.where(dims.tied_embeddings & (pp_f == 1), 0.0, lm_head)  # tied + one stage: the same matrix
@@ -161,7 +164,7 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     per-layer activations (:func:`layer_activation_bytes`) summed over its layers (a unit holds the stage's
     average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
     logits and fp32 loss workspace (stage pp−1). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
-    context, allocator reserve (:class:`MemoryOptions`).
+    context, allocator reserve, the optimizer step's own tensors (:class:`MemoryOptions`).
     ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
 
     With the embedding/loss split and vpp > 1 the short chunk (chunk 0 of stage 0, the last chunk of stage
@@ -209,6 +212,11 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
     subtotal = weights + gradients + optimizer + activations + comm + context
     reserve = options.allocator_reserve_fraction * subtotal
+    # the optimizer step's own tensors (MemoryOptions.step_*): per parameter of this GPU's optimizer shard, and a
+    # gradient bucket; new segments of the reserved pool, after the activations were freed
+    shard_params = ((copies * layer_params + edge_params) / t["divisors"][2]
+                    + copies * expert_params / t["expert_divisors"][2])
+    step_buffers = shard_params * options.step_buffer_bytes_per_parameter + float(options.step_bucket_bytes)
     return {
         "layers": layers, "moe_layers": n_moe,
         "parameters": copies * layer_params + copies * expert_params + edge_params,
@@ -220,7 +228,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
         "embedding_activations_bytes": embed_acts, "output_activations_bytes": output_acts,
         "loss_workspace_bytes": loss_ws, "activations_bytes": activations,
         "communication_buffers_bytes": comm, "cuda_context_bytes": context,
-        "allocator_reserve_bytes": reserve, "total_bytes": subtotal + reserve,
+        "allocator_reserve_bytes": reserve, "optimizer_step_buffers_bytes": step_buffers,
+        "total_bytes": subtotal + reserve + step_buffers,
     }
 
 

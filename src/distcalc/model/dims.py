@@ -74,6 +74,7 @@ class ModelDims:
     qkv_bias: bool = False  #: bias on the fused QKV projection
     out_bias: bool = False  #: bias on the attention output projection
     mlp_bias: bool = False  #: biases on the MLP projections
+    alibi: bool = False  #: ALiBi: a per-head linear bias added to the attention scores (Press et al. 2022)
 
     @property
     def dense_layers(self) -> int:
@@ -146,7 +147,7 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         tied_embeddings=spec.tie_word_embeddings, moe_cumulative=np.concatenate([[0], np.cumsum(moe_flags)]),
         sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
         block_norms=spec.norms_per_layer, qkv_bias=bool(spec.attention_qkv_bias),
-        out_bias=bool(spec.attention_out_bias), mlp_bias=bool(spec.mlp_bias),
+        out_bias=bool(spec.attention_out_bias), mlp_bias=bool(spec.mlp_bias), alibi=pos == "alibi",
     )
 
 

@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from distcalc.errors import ConfigError
-from distcalc.model.spec import ModelSpec, NormType, PositionEmbedding
+from distcalc.model.architecture import NormType, PositionEmbedding
+from distcalc.model.spec import ModelSpec
 
 
 def _get(cfg: dict[str, Any], key: str, name: str, default: Any = ...) -> Any:

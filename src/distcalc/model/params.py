@@ -1,4 +1,4 @@
-"""Parameter counts of a :class:`~distcalc.model.spec.ModelSpec`, by component.
+"""Parameter counts of a :class:`~distcalc.model.architecture.ModelArchitecture`, by component.
 
 Symbols: h hidden size, L layers, a query heads, g key/value heads, d head width, f MLP width,
 V vocabulary, E routed experts, k experts per token, f_e expert width, f_s shared-expert width.
@@ -25,7 +25,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from distcalc.model.spec import ModelSpec, NormType, PositionEmbedding
+from distcalc.model.architecture import ModelArchitecture, NormType, PositionEmbedding
 
 
 @dataclass(frozen=True)
@@ -55,12 +55,12 @@ class LayerParameters:
         return self.total - self.mlp_experts
 
 
-def norm_parameters(spec: ModelSpec) -> int:
+def norm_parameters(spec: ModelArchitecture) -> int:
     """Parameters of one normalisation layer over h: 2h (LayerNorm weight + bias) or h (RMSNorm)."""
     return 2 * spec.hidden_size if spec.norm_type == NormType.LAYERNORM else spec.hidden_size
 
 
-def mlp_parameters(spec: ModelSpec, width: int) -> tuple[int, int]:
+def mlp_parameters(spec: ModelArchitecture, width: int) -> tuple[int, int]:
     """(weights+biases, replicated biases) of one MLP of inner width ``width``: m·h·f (+ biases)."""
     h = spec.hidden_size
     matrices = 3 if spec.is_gated else 2
@@ -72,7 +72,7 @@ def mlp_parameters(spec: ModelSpec, width: int) -> tuple[int, int]:
     return total, replicated
 
 
-def attention_parameters(spec: ModelSpec) -> tuple[int, int, int, int]:
+def attention_parameters(spec: ModelArchitecture) -> tuple[int, int, int, int]:
     """(qkv, out, extra norm params, replicated) of one attention block (MHA/GQA or MLA)."""
     h, a = spec.hidden_size, spec.num_attention_heads
     extra_norm = 0
@@ -98,8 +98,8 @@ def attention_parameters(spec: ModelSpec) -> tuple[int, int, int, int]:
     return qkv, out, extra_norm, replicated
 
 
-def layer_parameters(spec: ModelSpec, layer: int) -> LayerParameters:
-    """Parameters of layer ``layer`` (0-based); MoE or dense per :meth:`ModelSpec.layer_is_moe`."""
+def layer_parameters(spec: ModelArchitecture, layer: int) -> LayerParameters:
+    """Parameters of layer ``layer`` (0-based); MoE or dense per :meth:`ModelArchitecture.layer_is_moe`."""
     qkv, out, extra_norm, replicated = attention_parameters(spec)
     norm = spec.norms_per_layer * norm_parameters(spec) + extra_norm
     replicated += norm
@@ -113,34 +113,34 @@ def layer_parameters(spec: ModelSpec, layer: int) -> LayerParameters:
     return LayerParameters(qkv, out, mlp, 0, 0, 0, norm, replicated + mlp_rep)
 
 
-def embedding_parameters(spec: ModelSpec) -> int:
+def embedding_parameters(spec: ModelArchitecture) -> int:
     """Input token embedding V·h."""
     return spec.vocab_size * spec.hidden_size
 
 
-def position_embedding_parameters(spec: ModelSpec) -> int:
+def position_embedding_parameters(spec: ModelArchitecture) -> int:
     """Learned position table max_positions·h (0 for RoPE/ALiBi)."""
     if spec.position_embedding == PositionEmbedding.LEARNED:
         return spec.max_position_embeddings * spec.hidden_size
     return 0
 
 
-def lm_head_parameters(spec: ModelSpec) -> int:
+def lm_head_parameters(spec: ModelArchitecture) -> int:
     """Output projection V·h, or 0 when tied to the input embedding."""
     return 0 if spec.tie_word_embeddings else spec.vocab_size * spec.hidden_size
 
 
-def parameter_breakdown(spec: ModelSpec) -> dict[str, int]:
+def parameter_breakdown(spec: ModelArchitecture) -> dict[str, int]:
     """:func:`_parameter_breakdown` of ``spec`` (a fresh dict; the count is cached per spec: specs are frozen
     and one ``analyze`` call asks for it several times, each a walk over every layer)."""
     return dict(_parameter_breakdown(spec))
 
 
 @functools.lru_cache(maxsize=256)
-def _parameter_breakdown(spec: ModelSpec) -> dict[str, int]:
+def _parameter_breakdown(spec: ModelArchitecture) -> dict[str, int]:
     """Parameters keyed ``attention/qkv``, ``attention/out``, ``mlp`` (dense layers), ``mlp/experts``,
     ``mlp/router``, ``mlp/shared`` (MoE models only), ``embedding``, ``position_embedding`` (learned only),
-    ``norm`` (all norms incl. final), ``lm_head``; the values sum to :attr:`ModelSpec.parameters`."""
+    ``norm`` (all norms incl. final), ``lm_head``; the values sum to :attr:`distcalc.model.spec.ModelSpec.parameters`."""
     totals = dict.fromkeys(("attention/qkv", "attention/out", "mlp", "mlp/experts", "mlp/router", "mlp/shared",
                             "norm"), 0)
     for layer in range(spec.num_hidden_layers):
@@ -165,11 +165,11 @@ def _parameter_breakdown(spec: ModelSpec) -> dict[str, int]:
     return breakdown
 
 
-def active_parameter_count(spec: ModelSpec) -> int:
+def active_parameter_count(spec: ModelArchitecture) -> int:
     """Parameters used by one token: all but the routed experts it skips (k of E experts active).
 
     Embedding included (as in DeepSeek-V3's "37B activated" and Mixtral's "13B active")."""
-    total = spec.parameters
+    total = sum(parameter_breakdown(spec).values())
     if not spec.is_moe:
         return total
     one_expert, _ = mlp_parameters(spec, spec.expert_intermediate_size)

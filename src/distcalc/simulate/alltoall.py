@@ -8,7 +8,10 @@
   all blocks at once: the unidirectional ring (ASTRA-sim Ring.cc, F25), the shortest-path 1D torus with the
   antipodal block split in halves one each way (F26), and torus/mesh dimension-ordered routing with the
   blocks split in k parts whose dimension orders are rotated, so every phase keeps all dimensions busy
-  (T05/T09/T13).
+  (T05/T09/T13);
+* distance-staged mesh phases: along a mesh line a piece is sent once, cut-through, on the step given by its
+  distance, so every step is bound by the middle link and a phase carries exactly the line's bisection load
+  (:func:`staged_line_load`): T09 exactly on lines and meshes of equal dimensions.
 """
 
 from __future__ import annotations
@@ -91,14 +94,17 @@ def ring_store_forward_rows(ranks: np.ndarray, bidirectional: bool) -> Rows:
     return Rows.of(step, ranks[frm], ranks[to], chunk, Op.COPY)
 
 
-def grid_rows(shape: tuple[int, ...], wrap: bool, synchronous: bool = True) -> tuple[Rows, int]:
+def grid_rows(shape: tuple[int, ...], wrap: bool, synchronous: bool = True,
+              staged: bool = False) -> tuple[Rows, int]:
     """Dimension-ordered store-and-forward on a torus/mesh of ``shape`` (rank = x0 + n0·(x1 + …)).
 
     The blocks are split in k parts (k = dimensions of size > 1), part p visiting the dimensions in the
     order rotated by p. ``synchronous``: a phase moves every part along one dimension, hop by hop, and lasts
     as long as the longest move; otherwise every piece goes on to its next dimension as soon as it is done
     with the previous one. On a torus the antipodal distance of an even dimension is split again, half each
-    way. Returns (rows, parts per block)."""
+    way. ``staged`` (synchronous phases only): inside a phase a piece is not forwarded hop by hop but sent
+    once, straight to its coordinate over the line (a cut-through route), on the phase's step d − 1 for a
+    distance d; see :func:`staged_line_load`. Returns (rows, parts per block)."""
     dims = [a for a, size in enumerate(shape) if size > 1]
     n = int(np.prod(shape))
     k = max(len(dims), 1)
@@ -123,12 +129,32 @@ def grid_rows(shape: tuple[int, ...], wrap: bool, synchronous: bool = True) -> t
             else:
                 direction, hops = np.sign(fwd), np.abs(fwd)
             start = phase_start if synchronous else clock[(part, half)]
-            item, step, a, b = line_moves(frm_c, direction, hops, size, wrap, start)
+            if staged:  # one cut-through transfer per piece, at the step given by its distance
+                item = np.flatnonzero(hops)
+                step = (start[item] if np.ndim(start) else start) + hops[item] - 1
+                a, b = frm_c[item], dst_c[item]
+            else:
+                item, step, a, b = line_moves(frm_c, direction, hops, size, wrap, start)
             base = (pos.T[item] * strides).sum(axis=1) - pos[axis, item] * strides[axis]
             chunk = (i[item] * n + j[item]) * parts + part * halves + half
             out.append(Rows.of(step, base + a * strides[axis], base + b * strides[axis], chunk, Op.COPY))
             pos[axis] = dst_c
-            clock[(part, half)] += hops
+            clock[(part, half)] += size - 1 if staged else hops
             phase_len = max(phase_len, int(hops.max()) if hops.size else 0)
         phase_start += phase_len
     return concat(*out), parts
+
+
+def staged_line_load(n: int) -> int:
+    """Blocks on the busiest link of a line of ``n`` GPUs, summed over the distance-staged steps of one
+    All-to-All phase (step d = 1 … n − 1 sends every block of distance d, cut-through).
+
+    Link x → x+1 carries at step d the pairs (i, i + d) with i ≤ x < i + d: min(d, x + 1, n − 1 − x, n − d)
+    of them, largest at the middle link, min(d, n − d). Summed over d: Σ min(d, n − d) = ⌊n/2⌋⌈n/2⌉, the
+    bisection load of the line (spec T09: L = ⌊n/2⌋⌈n/2⌉/n blocks of M per GPU), so every step is bound by the
+    middle link and the phase reaches the bisection bound in n − 1 steps. Hop by hop (``line_moves``) the
+    end link of the line carries all n − 1 blocks of its GPU in the first step: Σ over steps of the busiest
+    link is n(n − 1)/2 blocks, up to twice the bisection load. Source: [D]; the bisection argument of
+    Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, §3.3 (channel load of a
+    uniform traffic pattern)."""
+    return sum(min(d, n - d) for d in range(1, n))

@@ -81,6 +81,11 @@ def grid_plan(kind: str, algorithm: str, shape: tuple[int, ...], wrap: bool, has
         for synchronous in (True, False):
             rows, parts = alltoall.grid_rows(shape, wrap, synchronous)
             plans.append(Plan(rows, n * n * parts, notes={"phase_synchronous": synchronous}))
+        if not wrap:  # mesh lines: each phase staged by distance reaches the line's bisection load (T09)
+            for synchronous in (True, False):
+                rows, parts = alltoall.grid_rows(shape, wrap, synchronous, staged=True)
+                plans.append(Plan(rows, n * n * parts, notes={"phase_synchronous": synchronous,
+                                                              "distance_staged": True}))
         return plans[0] if pick is None else pick(plans)
     raise KeyError((kind, algorithm))
 

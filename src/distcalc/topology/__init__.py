@@ -44,11 +44,11 @@ Topology kinds:
 
 
 from distcalc.topology.build import TopologySpec, make_topology
-from distcalc.topology.model import (
-    DEFAULT_GPUS_PER_LEAF, Link, LinkTier, NodeId, Topology, TopologyKind, most_square_shape, parse_shape,
-)
+from distcalc.topology.graph import Topology
+from distcalc.topology.kinds import KINDS, KindTraits, TopologyKind, kind_traits
+from distcalc.topology.model import DEFAULT_GPUS_PER_LEAF, Link, LinkTier, NodeId, most_square_shape, parse_shape
 
 __all__ = [
-    "DEFAULT_GPUS_PER_LEAF", "Link", "LinkTier", "NodeId", "Topology", "TopologyKind", "TopologySpec",
-    "make_topology", "most_square_shape", "parse_shape",
+    "DEFAULT_GPUS_PER_LEAF", "KINDS", "KindTraits", "Link", "LinkTier", "NodeId", "Topology", "TopologyKind",
+    "TopologySpec", "kind_traits", "make_topology", "most_square_shape", "parse_shape",
 ]

@@ -8,9 +8,9 @@ from typing import Optional, Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.errors import TopologyError
-from distcalc.topology.model import (
-    DEFAULT_GPUS_PER_LEAF, Topology, TopologyKind, most_square_shape, parse_shape,
-)
+from distcalc.topology.graph import Topology
+from distcalc.topology.kinds import TopologyKind, kind_traits, kinds_with
+from distcalc.topology.model import DEFAULT_GPUS_PER_LEAF, most_square_shape, parse_shape
 
 
 def make_topology(
@@ -40,14 +40,14 @@ def make_topology(
         raise TopologyError(f"unknown topology {kind!r}: valid topologies are {valid}") from None
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise TopologyError(f"invalid --gpus {gpus!r}: must be a positive integer")
-    _check_positive("--bandwidth" if kind != TopologyKind.HIERARCHICAL else "--intra-bandwidth",
-                    bandwidth_bytes_per_s)
-    _check_nonnegative("--latency" if kind != TopologyKind.HIERARCHICAL else "--intra-latency", latency_s)
+    traits = kind_traits(kind)
+    _check_positive("--bandwidth" if not traits.two_tier else "--intra-bandwidth", bandwidth_bytes_per_s)
+    _check_nonnegative("--latency" if not traits.two_tier else "--intra-latency", latency_s)
     _check_nonnegative("hop latency", hop_latency_s)
     dims: tuple[int, ...] | None = None
-    if shape is not None and kind not in (TopologyKind.MESH, TopologyKind.TORUS):
-        raise TopologyError(f"--shape {_fmt_shape(shape)} applies only to mesh and torus, not {kind.value}")
-    if kind in (TopologyKind.MESH, TopologyKind.TORUS):
+    if shape is not None and not traits.shaped:
+        raise TopologyError(f"--shape {_fmt_shape(shape)} applies only to {kinds_with('shaped')}, not {kind.value}")
+    if traits.shaped:
         dims = parse_shape(shape) if isinstance(shape, str) else (
             tuple(int(d) for d in shape) if shape is not None else most_square_shape(gpus))
         if shape is not None and (not 1 <= len(dims) <= 3 or any(d < 1 for d in dims)):
@@ -73,14 +73,15 @@ def make_topology(
         gpus_per_node = tree_leaf_size(gpus, gpus_per_node)
         if not (math.isfinite(oversubscription) and oversubscription >= 1):
             raise TopologyError(f"invalid oversubscription {oversubscription!r}: must be >= 1 (1 = full bisection)")
-    else:
-        if gpus_per_node is not None:
-            raise TopologyError(
-                f"--gpus-per-node {gpus_per_node} applies only to hierarchical and tree, not {kind.value}")
-        if inter_bandwidth_bytes_per_s is not None or inter_latency_s is not None:
-            raise TopologyError(f"--inter-bandwidth/--inter-latency apply only to hierarchical, not {kind.value}")
-    if in_network_reduction and kind != TopologyKind.SWITCH:
-        raise TopologyError(f"--in-network-reduction applies only to the switch topology, not {kind.value}")
+    elif gpus_per_node is not None:
+        raise TopologyError(
+            f"--gpus-per-node {gpus_per_node} applies only to {kinds_with('node_option')}, not {kind.value}")
+    if not traits.two_tier and (inter_bandwidth_bytes_per_s is not None or inter_latency_s is not None):
+        raise TopologyError(f"--inter-bandwidth/--inter-latency apply only to {kinds_with('two_tier')}, "
+                            f"not {kind.value}")
+    if in_network_reduction and not traits.in_network_reduction:
+        raise TopologyError(f"--in-network-reduction applies only to the {kinds_with('in_network_reduction')} "
+                            f"topology, not {kind.value}")
     return Topology(kind=kind, gpus=gpus, bandwidth_bytes_per_s=float(bandwidth_bytes_per_s),
                     latency_s=float(latency_s), shape=dims, gpus_per_node=gpus_per_node,
                     inter_bandwidth_bytes_per_s=None if inter_bandwidth_bytes_per_s is None

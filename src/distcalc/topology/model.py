@@ -1,8 +1,8 @@
-"""Topology data model: kinds, links and the :class:`Topology` record (see :mod:`distcalc.topology`)."""
+"""Topology data model: links and the :class:`TopologyLayout` record, the parameters of a topology and
+the facts that follow from its shape alone (see :mod:`distcalc.topology`). Its links and routes are
+:mod:`distcalc.topology.wiring`; the two together are :class:`distcalc.topology.graph.Topology`."""
 
 from __future__ import annotations
-
-import functools
 
 import enum
 import math
@@ -10,20 +10,11 @@ from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from distcalc.errors import TopologyError
+from distcalc.topology.kinds import TopologyKind, kind_traits
 
 NodeId = Hashable
 
 DEFAULT_GPUS_PER_LEAF = 32
-
-class TopologyKind(str, enum.Enum):
-    """The six topology families (CLI values in lower case)."""
-
-    RING = "ring"
-    TREE = "tree"
-    SWITCH = "switch"
-    HIERARCHICAL = "hierarchical"
-    MESH = "mesh"
-    TORUS = "torus"
 
 
 class LinkTier(str, enum.Enum):
@@ -82,8 +73,9 @@ def most_square_shape(gpus: int, ndims: int = 2) -> tuple[int, ...]:
 
 
 @dataclass(frozen=True)
-class Topology:
-    """A built topology. Create with :func:`make_topology` (which validates); fields carry units."""
+class TopologyLayout:
+    """The parameters of a topology and the facts that follow from its shape (fields carry units). Built as a
+    :class:`~distcalc.topology.graph.Topology` by :func:`~distcalc.topology.build.make_topology`."""
 
     kind: TopologyKind
     gpus: int
@@ -106,8 +98,8 @@ class Topology:
 
     @property
     def wraparound(self) -> bool:
-        """True for ring and torus (every dimension closes on itself)."""
-        return self.kind in (TopologyKind.RING, TopologyKind.TORUS)
+        """True for ring and torus (every dimension closes on itself: :class:`~distcalc.topology.kinds.KindTraits`)."""
+        return kind_traits(self.kind).wraparound
 
     @property
     def nodes(self) -> int:
@@ -164,51 +156,6 @@ class Topology:
         if not isinstance(rank, int) or not 0 <= rank < self.gpus:
             raise TopologyError(f"rank {rank!r} is not a GPU of this topology (valid: 0..{self.gpus - 1})")
 
-    # ----------------------------------------------------------------- links
-    def links(self) -> list[Link]:
-        """Every directed physical link (full-duplex wires appear once per direction)."""
-        return list(_shared_link_map(self).values())
-
-    def _link_map(self) -> dict[tuple[NodeId, NodeId], Link]:
-        if "link_map" not in self._cache:
-            self._cache["link_map"] = _shared_link_map(self)
-        return self._cache["link_map"]
-
-    def link(self, src: NodeId, dst: NodeId) -> Link:
-        """The directed link src→dst (raises :class:`TopologyError` if there is none)."""
-        try:
-            return self._link_map()[(src, dst)]
-        except KeyError:
-            raise TopologyError(f"no link {src!r} -> {dst!r} in this {self.kind.value} topology") from None
-
-    def neighbours(self, rank: int) -> list[NodeId]:
-        """Nodes directly wired to ``rank`` (GPUs on direct-connect topologies, switch ids otherwise)."""
-        self._check_rank(rank)
-        seen: list[NodeId] = []
-        for (src, dst) in self._link_map():
-            if src == rank and dst not in seen:
-                seen.append(dst)
-        return seen
-
-    # ----------------------------------------------------------------- routing
-    def route(self, src: int, dst: int) -> list[Link]:
-        """Shortest path src→dst as a list of links. Torus/mesh/ring: dimension order (dimension 0 first),
-        shortest direction per dimension (ties go +). Switch: GPU→switch→GPU. Tree: GPU→leaf(→spine→leaf)→GPU.
-        Hierarchical: same node GPU→nvswitch→GPU; same local index GPU→rail→GPU; otherwise
-        GPU→rail(source's local index)→spine→rail(destination's local index)→GPU (NVLink is not used)."""
-        self._check_rank(src)
-        self._check_rank(dst)
-        if src == dst:
-            return []
-        from distcalc.topology.wiring import route_nodes
-
-        path = route_nodes(self, src, dst)
-        return [self.link(a, b) for a, b in zip(path, path[1:])]
-
-    def hop_distance(self, a: int, b: int) -> int:
-        """Number of links on :meth:`route` from a to b."""
-        return len(self.route(a, b))
-
     @property
     def diameter(self) -> int:
         """Largest hop distance between two GPUs."""
@@ -216,10 +163,8 @@ class Topology:
         if n == 1:
             return 0
         kind = self.kind
-        if kind in (TopologyKind.RING, TopologyKind.TORUS):
-            return sum(d // 2 for d in self.dims)
-        if kind == TopologyKind.MESH:
-            return sum(d - 1 for d in self.dims)
+        if kind_traits(kind).direct:  # ring, torus: half way round each dimension; mesh: end to end
+            return sum(d // 2 if self.wraparound else d - 1 for d in self.dims)
         if kind == TopologyKind.SWITCH:
             return 2
         if kind == TopologyKind.TREE:
@@ -238,7 +183,7 @@ class Topology:
         if n == 1:
             return 0.0
         kind = self.kind
-        if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+        if kind_traits(kind).direct:
             dims = self.dims
             longest = max(dims)
             per_row = 2 if (self.wraparound and longest >= 3) else 1
@@ -261,22 +206,13 @@ class Topology:
                        inter_latency_s=self.inter_latency_s)
         else:
             out.update(bandwidth_bytes_per_s=self.bandwidth_bytes_per_s, latency_s=self.latency_s)
-        if self.shape is not None and self.kind in (TopologyKind.MESH, TopologyKind.TORUS):
+        if self.shape is not None and kind_traits(self.kind).shaped:
             out["shape"] = list(self.shape)
         if self.kind == TopologyKind.TREE:
             out.update(gpus_per_leaf=self.gpus_per_node, leaves=self.nodes, last_leaf_gpus=self.last_leaf_gpus,
                        leaf_layout=self.leaf_layout, oversubscription=self.oversubscription)
-        if self.kind == TopologyKind.SWITCH:
+        if kind_traits(self.kind).in_network_reduction:
             out["in_network_reduction"] = self.in_network_reduction
         out["diameter_hops"] = self.diameter
         out["bisection_bandwidth_bytes_per_s"] = self.bisection_bandwidth_bytes_per_s
         return out
-
-
-@functools.lru_cache(maxsize=128)
-def _shared_link_map(topo: Topology) -> dict[tuple[NodeId, NodeId], Link]:
-    """Links of a topology keyed by (src, dst), built once per distinct topology: equal topologies (a search
-    builds the same group topology for thousands of configurations) share one map. Treat as read-only."""
-    from distcalc.topology.wiring import build_links
-
-    return {(link.src, link.dst): link for link in build_links(topo)}

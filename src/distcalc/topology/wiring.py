@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import functools
 
-from distcalc.topology.model import Link, LinkTier, NodeId, Topology, TopologyKind
+from distcalc.topology.kinds import TopologyKind, kind_traits
+from distcalc.topology.model import Link, LinkTier, NodeId, TopologyLayout
 
 
-def build_links(topo: Topology) -> list[Link]:
+def build_links(topo: TopologyLayout) -> list[Link]:
     n, bw, lat = topo.gpus, topo.bandwidth_bytes_per_s, topo.latency_s
     links: list[Link] = []
     if n == 1:
@@ -18,7 +19,7 @@ def build_links(topo: Topology) -> list[Link]:
         links.append(Link(a, b, b_bw, b_lat, tier))
         links.append(Link(b, a, b_bw, b_lat, tier))
 
-    if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(kind).direct:
         seen: set[tuple[int, int]] = set()
         for rank in range(n):
             for nb in _grid_neighbours(topo, rank):
@@ -51,7 +52,7 @@ def build_links(topo: Topology) -> list[Link]:
     return links
 
 
-def _grid_neighbours(topo: Topology, rank: int) -> list[int]:
+def _grid_neighbours(topo: TopologyLayout, rank: int) -> list[int]:
     """Direct neighbours on ring/torus/mesh in the order +d0, −d0, +d1, −d1, … (deduplicated)."""
     coords = list(topo.coords(rank))
     out: list[int] = []
@@ -87,9 +88,9 @@ def _axis_steps(size: int, start: int, end: int, wrap: bool) -> tuple[int, ...]:
     return tuple(out)
 
 
-def route_nodes(topo: Topology, src: int, dst: int) -> list[NodeId]:
+def route_nodes(topo: TopologyLayout, src: int, dst: int) -> list[NodeId]:
     kind = topo.kind
-    if kind in (TopologyKind.RING, TopologyKind.TORUS, TopologyKind.MESH):
+    if kind_traits(kind).direct:
         coords, target = list(topo.coords(src)), topo.coords(dst)
         path: list[NodeId] = [src]
         for axis, size in enumerate(topo.shape or ()):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from distcalc.validation.base import CaseSet, SkippedCase, ValidationCase, read_validation_csv
+from distcalc.validation.base import CaseSet, OpenGap, SkippedCase, ValidationCase, read_validation_csv
 
 # Modules holding case sets, in display order. Register a module by adding its name (one line).
 CASE_SET_MODULES: tuple[str, ...] = (
@@ -20,6 +20,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.gpu_kernels",
     "distcalc.validation.published",
     "distcalc.validation.nccl_busbw",
+    "distcalc.validation.nccl_multinode",
     "distcalc.validation.zero_bubble",
     "distcalc.validation.dualpipe_table",
 )
@@ -37,4 +38,5 @@ def _collect() -> dict[str, CaseSet]:
 
 CASE_SETS: dict[str, CaseSet] = _collect()
 
-__all__ = ["CASE_SETS", "CASE_SET_MODULES", "CaseSet", "SkippedCase", "ValidationCase", "read_validation_csv"]
+__all__ = ["CASE_SETS", "CASE_SET_MODULES", "CaseSet", "OpenGap", "SkippedCase", "ValidationCase",
+           "read_validation_csv"]

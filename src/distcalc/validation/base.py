@@ -74,6 +74,22 @@ class SkippedCase:
 
 
 @dataclass(frozen=True)
+class OpenGap:
+    """A source whose cases stay outside their target, with what is known about why (``known``)."""
+
+    group: str
+    quantity: str
+    mean_abs_error: float
+    signed_mean_error: float
+    known: str
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON form."""
+        return {"group": self.group, "quantity": self.quantity, "mean_abs_error": self.mean_abs_error,
+                "signed_mean_error": self.signed_mean_error, "known": self.known}
+
+
+@dataclass(frozen=True)
 class CaseSet:
     """A named group of cases from one published source; ``run()`` computes them."""
 
@@ -82,6 +98,7 @@ class CaseSet:
     source: str
     run: Callable[[], list[ValidationCase]] = field(repr=False)
     skipped: Callable[[], list[SkippedCase]] | None = field(default=None, repr=False)
+    open_gaps: Callable[[], list[OpenGap]] | None = field(default=None, repr=False)
 
     def __call__(self) -> list[ValidationCase]:
         """Compute the cases (same as :meth:`run`)."""

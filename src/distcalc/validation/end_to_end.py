@@ -4,7 +4,11 @@ One cluster preset (``dgx-a100``: A100-80GB, NVLink 3, 8× HDR per node) and one
 all runs; nothing is tuned per row. The options state how the 2022 Megatron-LM software behaved:
 gradients all-reduced after the backward pass (no overlap; ``megatron/training.py`` ``train_step``), fp16
 mixed precision (the memory cases' configuration, :func:`distcalc.validation.memory_cases.korthikanti_config`),
-no FlashAttention (it did not exist yet), dropout 0.1 (model presets).
+no FlashAttention (it did not exist yet), dropout 0.1 (model presets), and Megatron-LM's own linear layers
+(TransformerEngine came to Megatron-LM in 2023): the column-parallel QKV adds its bias in a kernel of its own
+(``output = output + bias``) and every biased linear reduces its bias gradient in one (``grad_output.sum``;
+``megatron/mpu/layers.py`` of 2022, ``core/tensor_parallel/layers.py`` at 285068c8) — ``elementwise_kernels``
+megatron-local, as for the other Megatron-LM stacks of that time (:mod:`distcalc.validation.published.mapping`).
 
 * **korthikanti-table5** — iteration time of the 8 runs of Table 5 (tolerance 6 % each), the mean
   absolute error over them (≤ 3 %), and MFU of the four present-work rows (± 2 points).
@@ -21,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.analyze import AnalyzeOptions, analyze
+from distcalc.analyze.options import ElementwiseKernels
 from distcalc.analyze.core import evaluate
 from distcalc.analyze.report import _device, _dims, config_batch
 from distcalc.cluster import load_cluster
@@ -31,8 +36,10 @@ from distcalc.validation.memory_cases import KORTHIKANTI_MODELS, korthikanti_con
 
 SOURCE = "Korthikanti et al. 2022 (arXiv:2205.05198)"
 CLUSTER = "dgx-a100"
-#: 2022 Megatron-LM: DP gradients reduced after the backward pass, parameters not gathered (no dist-opt).
-KORTHIKANTI_OPTIONS = AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False)
+#: 2022 Megatron-LM: DP gradients reduced after the backward pass, parameters not gathered (no dist-opt), local
+#: linears with their unfused bias kernels.
+KORTHIKANTI_OPTIONS = AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False,
+                                     elementwise_kernels=ElementwiseKernels.MEGATRON_LOCAL)
 
 
 def _mode(technique: str) -> str:

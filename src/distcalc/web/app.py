@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 from distcalc.errors import DistcalcError
 from distcalc.jobs import to_jsonable
 from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, analyze_run_file, run_analyze
-from distcalc.jobs.base import parse_option
+from distcalc.jobs.messages import parse_option
 from distcalc.jobs.collective import CollectiveRequest, collective_payload, run_collective
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl

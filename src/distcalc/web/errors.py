@@ -9,7 +9,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from distcalc.errors import DistcalcError
-from distcalc.jobs.base import blamed_fields, validation_item_message
+from distcalc.jobs.messages import blamed_fields, validation_item_message
 
 UNPROCESSABLE = 422
 

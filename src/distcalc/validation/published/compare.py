@@ -15,9 +15,11 @@ from functools import lru_cache
 from distcalc.analyze import analyze
 from distcalc.memory import MemoryBasis, memory_report
 from distcalc.units import GIB
-from distcalc.validation.base import CaseSet, SkippedCase, ValidationCase
+from distcalc.validation.base import CaseSet, OpenGap, SkippedCase, ValidationCase
 from distcalc.validation.published.mapping import NotExpressible, RunInputs, run_inputs
+from distcalc.validation.published.gaps import KNOWN, NOT_ANALYSED, TARGETS
 from distcalc.validation.published.rows import PublishedRun, published_runs
+from distcalc.validation.summary import OVERALL, group_summaries
 
 STEP_TOLERANCE = 0.08    # per-row display tolerance: the issue's per-source target (mean |err| <= 8 %)
 MEMORY_TOLERANCE = 0.05  # the peak-memory target (mean |err| <= 5 %)
@@ -72,7 +74,8 @@ def compare(run: PublishedRun) -> RunComparison:
     except NotExpressible as exc:
         return RunComparison(run, None, str(exc), measured_step, step_basis)
     if measured_step is None:
-        return RunComparison(run, inputs, f"no measured step time ({step_basis})", None, step_basis)
+        return RunComparison(run, inputs, f"no measured step time ({step_basis}){_oom_check(run, inputs)}",
+                             None, step_basis)
     report = analyze(inputs.spec, inputs.cluster, inputs.config, inputs.options)
     basis = memory_basis(run)
     predicted_memory = None
@@ -81,6 +84,17 @@ def compare(run: PublishedRun) -> RunComparison:
         predicted_memory = max(stage.peak_bytes(basis) for stage in memory.stages) / GIB
     return RunComparison(run, inputs, "", measured_step, step_basis, report.step_time_s,
                          run.measured_peak_memory_gib, predicted_memory, basis)
+
+
+def _oom_check(run: PublishedRun, inputs: RunInputs) -> str:
+    """For a row that ran out of memory: distcalc's nvidia-smi-basis peak against the device, so the listing
+    says whether the model agrees that it cannot fit ("" for other rows)."""
+    if "OOM" not in run.memory_basis:
+        return ""
+    memory = memory_report(inputs.spec, inputs.config, inputs.cluster.gpu, inputs.memory_options)
+    verdict = "agrees it cannot fit" if memory.fits is False else "disagrees: predicts it fits"
+    return (f"; distcalc peak {memory.total_bytes / GIB:.1f} GiB on the {memory.gpu.memory_bytes / GIB:.0f} GiB "
+            f"device, {verdict}")
 
 
 @lru_cache(maxsize=1)
@@ -123,9 +137,25 @@ def _skipped() -> list[SkippedCase]:
             for c in comparisons() if c.predicted_step_s is None]
 
 
+def _open_gaps() -> list[OpenGap]:
+    """Every source outside the issue's targets (:data:`~distcalc.validation.published.gaps.TARGETS`), with what
+    is known about it."""
+    cases, skipped = _cases(), _skipped()
+    gaps = []
+    for unit, quantity in (("s", "step_time"), ("GiB", "peak_memory")):
+        mean_target, signed_target = TARGETS[quantity]
+        for s in group_summaries(cases, skipped, unit):
+            if s.group == OVERALL or not s.runnable:
+                continue
+            if s.mean_abs_error > mean_target or abs(s.signed_mean_error) > signed_target:
+                gaps.append(OpenGap(s.group, quantity, s.mean_abs_error, s.signed_mean_error,
+                                    KNOWN.get((s.group, quantity), NOT_ANALYSED)))
+    return gaps
+
+
 CASE_SETS = (
     CaseSet("published-runs",
             "198 published measured training runs from 13 sources (development set): step time and peak memory",
             "data/validation/published_runs/README.md (every row cites its paper, table or repository)",
-            _cases, skipped=_skipped),
+            _cases, skipped=_skipped, open_gaps=_open_gaps),
 )

@@ -12,7 +12,10 @@ Rules, column by column:
   positions, tied embeddings, biased linears), so a row whose assumptions say "biased linears" gets biases —
   and dropout: the same script (``training/benchmarks/llama3_8B/megatron/pretrain_llama3.sh``) passes no
   ``--hidden-dropout``/``--attention-dropout`` either, so Megatron's defaults (0.1 each, ``arguments.py``) run.
-  ``dropout`` true → 0.1 hidden and attention dropout (Megatron's default). MoE rows: ``moe_detail`` is
+  ``dropout`` true → 0.1 hidden, attention and embedding dropout (Megatron's default; its embedding dropout is
+  the hidden dropout, ``language_model.py``). Sources that document keeping Megatron's dropout defaults
+  although their rows' ``dropout`` column says false (:data:`MEGATRON_DROPOUT_SOURCES`: BigScience's tr11
+  README, "The default Megatron-LM dropout settings are inherited") get the same. MoE rows: ``moe_detail`` is
   parsed for experts, top-k, expert width, shared width, dense layers and MLA ranks.
 * Cluster: the GPU preset of ``gpu`` in its usual system (:data:`CLUSTER_OF_GPU`), with the inter-node
   fabric the ``cluster_network`` column names where it differs from that system (:data:`NETWORK_OVERRIDES`).
@@ -30,6 +33,9 @@ Rules, column by column:
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
   a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  Megatron-Bridge's performance recipes reduce gradients in bf16 (``grad_reduce_in_fp32`` false): gradient
+  buffer, its zeroing and its DP/FSDP collectives at 2 B per element, 16-bit gradients in the model states
+  (:mod:`distcalc.validation.published.bridge`, which also says what stays off on those rows).
   NeMo containers 24.01–24.07 → ``attention_kernel`` flash2: NeMo-Framework-Launcher of those releases sets
   ``NVTE_FUSED_ATTN: 0`` for every training job (``launcher_scripts/conf/config.yaml``, "Disable cudnn FA until
   we've tested it more"; added 2024-02-13, in tags 24.01–24.07, removed 2024-08-29 "enable fused attention"),
@@ -38,8 +44,18 @@ Rules, column by column:
   ``elementwise_kernels`` eager (PyTorch-eager RMSNorm, SwiGLU and RoPE); the Zero Bubble fork (``framework``
   "sail-sg zero-bubble") → ``elementwise_kernels`` megatron-local: its code asserts ``--transformer-impl local``
   for zero-bubble schedules (``megatron/arguments.py`` at tag zero-bubble-v0.1.0), whose linears add the QKV bias
-  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`);
-  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels);
+  and reduce bias gradients in kernels of their own (:mod:`distcalc.compute.layer`); so do all Megatron-LM stacks
+  without TransformerEngine (:func:`legacy_megatron`; SC21 code: ``F.linear`` on PyTorch 1.8 adds a 3-D input's
+  bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
+  gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
+  ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
+  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`~distcalc.validation.published.stack_kernels.FLASH1_STACKS`);
+  FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
+  (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
+  7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
+  blog's date, :mod:`distcalc.validation.published.pytorch_stacks`), its larger models FULL_SHARD; the PyTorch-native loops
+  (torchtitan, fms-fsdp) step ``torch.optim.AdamW`` (foreach) after ``clip_grad_norm_`` and free gradients
+  instead of zeroing them (``optimizer_bytes_per_parameter`` 96, ``grad_buffer_zero_bytes_per_parameter`` 0);
   "SDPA flash" (torchtitan, IBM fms-fsdp) → ``attention_kernel`` flash2 too: PyTorch SDPA's flash backend is the
   FlashAttention-2 kernel.
   DeepSpeed's ZeRO optimizer (``framework`` Megatron-DeepSpeed, ZeRO 1/2) reduces its 16-bit gradients in
@@ -52,22 +68,12 @@ Rules, column by column:
   (recipe ``mixed-16bit-grads``), its BF16 optimizer bf16 gradients plus fp32 accumulators
   (``deepspeed-bf16``); a stack on CUDA older than 11.7 (:data:`CUDA_OF_SOURCE`) has the eager CUDA context;
   a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
-  fragmentation (only the reserved and nvidia-smi bases count it).
+  fragmentation (only the reserved and nvidia-smi bases count it); every run holds the NCCL buffers of the
+  communicators its TP/CP/DP/PP/EP layout needs on its cluster (:mod:`distcalc.memory.nccl_buffers`: channel
+  buffers per communicator, NVLS buffers on NVSwitch-SHARP nodes; only the nvidia-smi basis counts them).
 
-What the BLOOM sweep (Megatron-DeepSpeed on Jean Zay) shows beyond these rules, and why it is not a rule:
-
-* Its pipeline is DeepSpeed's ``PipelineEngine``: the ``TrainSchedule`` alternates forward and backward steps
-  (even and odd stages out of phase) with blocking Send/Recv, which costs one forward and one backward per
-  micro-batch like Megatron's 1F1B (its step rules replayed: ``tests/test_deepspeed_pipeline.py``), and it
-  partitions the boundary activation over the TP group (``is_pipe_partitioned``), as Megatron's
-  scatter/gather: the Megatron pipeline terms apply unchanged.
-* Its step-time gap (−21…−29 %) is within one node: BigScience's single-node checks of the same width
-  (tr11 chronicles-prequel.md, "Max possible TFLOPs check for NHIDDEN=14336": TP 8, 6 or 10 layers, no PP/DP,
-  119–206 s/iteration) are 21–29 % slower than distcalc predicts for them, so the per-GPU compute rate of
-  these A100 layers, not the pipeline, Omni-Path or ZeRO-1, is what is off. Those runs printed iteration 2 and
-  ran with ``CUDA_LAUNCH_BLOCKING=1`` at 40+ nodes (the chronicle measured no effect of it at that scale).
-* Its memory is still ~15 % under on the nvidia-smi basis after the stack's recipe, context and fragmentation;
-  BLOOM's embedding LayerNorm (its input kept per in-flight micro-batch on stage 0) is not in the model spec.
+Megatron-DeepSpeed (the BLOOM sweep): :mod:`distcalc.validation.published.deepspeed` says which of its kernels and
+passes the rules above price, and what stays off and why.
 """
 
 from __future__ import annotations
@@ -76,13 +82,23 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import AttentionKernel, ContextParallelAlgorithm, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, ContextParallelAlgorithm
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
+from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
+from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
+                                                     autograd_grad_accumulation, deepspeed_bf16_optimizer,
+                                                     deepspeed_zero)
+from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
+from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
+                                                         attention_kernel, cross_entropy_kernel,
+                                                         elementwise_kernels, legacy_megatron, megatron_core,
+                                                         megatron_launched)
 
 # The system each GPU of the development set comes in (clusters.yaml).
 CLUSTER_OF_GPU: dict[str, str] = {
@@ -104,7 +120,9 @@ GPU_OVERRIDE: dict[str, str] = {"a100-40gb": "a100-40gb"}
 
 # (phrase in cluster_network, inter-node link preset, NICs per node): fabrics that differ from the preset.
 NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
-    ("4x100Gb/s Omni-Path", "omnipath-100g", 4),  # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node
+    # Jean Zay (BLOOM): 4 Omni-Path 100 Gb/s NICs per 8-GPU node, at the rate NCCL reached on them in BigScience's
+    # own all-reduce benchmark of January 2022 (links.yaml omnipath-100g-nccl-jz)
+    ("4x100Gb/s Omni-Path", "omnipath-100g-nccl-jz", 4),
     # IBM's FSDP blog (2024): "400 Gbps + GPUDirect RDMA per node" (A100) and "800 Gbps per node" (H100) of
     # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
     ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
@@ -116,6 +134,14 @@ CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
     # BigScience tr11 (BLOOM model card, "Software": PyTorch 1.11 w/ CUDA 11.5); the 2022-02-21 sweep predates
     # CUDA 11.7 (May 2022), the first release with lazy module loading, in any case
     "BLOOM_prequel_sweep_2022-02-21": (11, 5),
+}
+
+# Sources whose runs kept Megatron-LM's dropout defaults (``--hidden-dropout`` and ``--attention-dropout`` 0.1;
+# Megatron's embedding dropout is the hidden dropout) although the row's ``dropout`` column says false.
+MEGATRON_DROPOUT_SOURCES: dict[str, str] = {
+    # BigScience tr11-176B-ml/README.md: "The default Megatron-LM dropout settings are inherited:
+    # --attention-dropout 0.1 --hidden-dropout default=0.1" (tr11-176B-ml.slurm passes neither flag)
+    "BLOOM_prequel_sweep_2022-02-21": "tr11-176B-ml README: Megatron-LM dropout defaults inherited",
 }
 
 # Schedule labels printed by the sources → distcalc schedule names, most faithful first.
@@ -189,12 +215,19 @@ def _moe_fields(detail: str, ffn: int) -> dict[str, object]:
     return fields
 
 
+def megatron_default_dropout(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron's default dropout (0.1) although its ``dropout`` column does not say so: a
+    script that keeps Megatron's argument defaults (FlagPerf, "biased linears" in ``assumptions``) or a source
+    that documents inheriting them (:data:`MEGATRON_DROPOUT_SOURCES`)."""
+    return "biased linears" in run.assumptions or run.source in MEGATRON_DROPOUT_SOURCES
+
+
 def model_spec(run: PublishedRun) -> ModelSpec:
     """The row's model (see the module docstring for the rules)."""
     gpt_style = not run.gated_mlp
     megatron_defaults = "biased linears" in run.assumptions  # a script that keeps Megatron's argument defaults
     biases = gpt_style or megatron_defaults
-    dropout = 0.1 if run.dropout or megatron_defaults else 0.0
+    dropout = 0.1 if run.dropout or megatron_default_dropout(run) else 0.0
     fields: dict[str, object] = dict(
         name=run.case_id, model_type="llama" if run.gated_mlp else "gpt2", hidden_size=run.hidden,
         num_hidden_layers=run.layers, num_attention_heads=run.heads, num_key_value_heads=run.kv_heads,
@@ -203,7 +236,8 @@ def model_spec(run: PublishedRun) -> ModelSpec:
         hidden_act="gelu" if gpt_style else "silu", gated_mlp=run.gated_mlp,
         norm_type="layernorm" if gpt_style else "rmsnorm", attention_qkv_bias=biases, attention_out_bias=biases,
         mlp_bias=biases, position_embedding=run.pos_emb or "rope", attention_dropout=dropout,
-        hidden_dropout=dropout, source=run.source,
+        hidden_dropout=dropout, embedding_dropout=dropout,
+        source=run.source,
     )
     if run.moe_detail:
         fields.update(_moe_fields(run.moe_detail, run.ffn))
@@ -252,6 +286,8 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
                          run.precision_label)
     if run.flash_attention is None:
         assumed.append("flash attention on (not stated)")
+    if run.source in MEGATRON_DROPOUT_SOURCES and not run.dropout:
+        assumed.append(f"dropout 0.1 ({MEGATRON_DROPOUT_SOURCES[run.source]})")
     if run.ep > 1 and not run.moe_detail:
         raise NotExpressible(f"ep {run.ep} without an MoE description")
     chunks = run.pp * (run.vpp or 1)
@@ -274,54 +310,19 @@ def parallel_config(run: PublishedRun) -> tuple[ParallelConfig, list[str]]:
     return config, assumed
 
 
-#: DeepSpeed BF16_Optimizer.update_hp_grads after every micro-batch: read the bf16 gradient (2 B), read and
-#: write the fp32 accumulator (4 + 4 B) per parameter (deepspeed/runtime/bf16_optimizer.py).
-BF16_OPTIMIZER_ACCUMULATION_BYTES = 10.0
-
-
-def deepspeed_zero(run: PublishedRun) -> bool:
-    """Whether the row's optimizer is DeepSpeed's ZeRO-1/2 optimizer (Megatron-DeepSpeed with ZeRO 1 or 2)."""
-    return "DeepSpeed" in run.framework and run.zero_stage in (1, 2) and not run.fsdp
-
-
-def deepspeed_bf16_optimizer(run: PublishedRun) -> bool:
-    """Whether the row runs DeepSpeed's BF16_Optimizer (Megatron-DeepSpeed, bf16, ZeRO 0: DeepSpeed's engine
-    wraps a bf16 model without ZeRO in it)."""
-    return "DeepSpeed" in run.framework and run.zero_stage == 0 and run.precision == "bf16" and not run.fsdp
-
-
-def memory_options(run: PublishedRun, config: ParallelConfig) -> MemoryOptions:
-    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`)."""
+def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSpec) -> MemoryOptions:
+    """What the row's software stack adds to memory (:mod:`distcalc.memory.stacks`), with the NCCL buffers
+    of the communicators its parallel layout holds on its cluster (:mod:`distcalc.memory.nccl_buffers`)."""
     bf16_optimizer = deepspeed_bf16_optimizer(run)
+    nccl = nccl_buffer_bytes(config.tp, config.pp, config.dp, config.cp, config.ep, cluster.gpus_per_node,
+                             cluster.intra.name, tied_embeddings=run.tied_embeddings,
+                             megatron_core=megatron_core(run), fp8=config.dtype.low_precision)
     return stack_memory_options(
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
-        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3)
-
-
-# NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
-NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
-
-
-def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
-    """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
-    and fms-fsdp, Megatron-LM local linears for the Zero Bubble fork, else fused."""
-    if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
-        return ElementwiseKernels.EAGER
-    if "sail-sg zero-bubble" in run.framework:
-        return ElementwiseKernels.MEGATRON_LOCAL
-    return ElementwiseKernels.FUSED
-
-
-def attention_kernel(run: PublishedRun) -> AttentionKernel:
-    """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
-    flash backend ("SDPA flash": FlashAttention-2 kernels), else fused."""
-    if "SDPA flash" in run.config_details:
-        return AttentionKernel.FLASH2
-    match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
-    if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
-        return AttentionKernel.FLASH2
-    return AttentionKernel.FUSED
+        irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+    ).model_copy(update=bridge_memory_updates(run))
 
 
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
@@ -332,9 +333,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
     # fms-fsdp's bfSixteen policy (fms_fsdp/policies/mixed_precision.py: param and reduce dtype bf16);
     # DeepSpeed's ZeRO-1/2 optimizer reduces the 16-bit param.grad through a 16-bit bucket (stage_1_and_2.py)
     fms_bf16 = run.fsdp and "fms-fsdp" in run.framework and "reduce fp32" not in run.config_details
-    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) else 4
+    fp16_grads = run.precision == "fp16" and legacy_megatron(run)  # local/PyTorch DDP in the param dtype
+    reduce_bytes = 2 if fms_bf16 or deepspeed_zero(run) or fp16_grads else 4
     bf16_optimizer = deepspeed_bf16_optimizer(run)
-    return AnalyzeOptions(
+    options = AnalyzeOptions(
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
@@ -342,17 +344,29 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
-        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else 0.0,
+        grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
+            AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
         # not "fused_rmsnorm"; no compile); IBM's fms-fsdp runs of the 2024 FSDP blog ran without torch.compile
         # (its follow-up, pytorch.org/blog/maximizing-training-throughput, added compile to those same runs:
         # "torch.compile improves training MFU between 10% and 23%"), so their RMSNorm/SwiGLU/RoPE are eager too
         elementwise_kernels=elementwise_kernels(run),
         # FSDP2 (torchtitan's fully_shard) shards per parameter and copies around every collective; FSDP1
-        # (IBM fms-fsdp) and ZeRO gather into flat buffers
-        fsdp_sharding=FsdpSharding.PER_PARAMETER if "FSDP2" in run.framework else FsdpSharding.FLAT,
+        # (IBM fms-fsdp) gathers into one FlatParameter per unit and concatenates its gradient from the views';
+        # Megatron-FSDP's gradients accumulate in its buffers
+        fsdp_sharding=fsdp_sharding(run),
         attention_kernel=attention_kernel(run),
+        grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
+        else 0.0,
+        grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
+        cross_entropy=cross_entropy_kernel(run),
+        # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
+        # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
+        **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,
+                grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
+        fsdp_shard_size=fsdp_shard_size(run),
     )
+    return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 
 # Columns a row must state for distcalc to describe it.
@@ -370,7 +384,9 @@ def run_inputs(run: PublishedRun) -> RunInputs:
         config, assumed = parallel_config(run)
         validate_for_model(config, spec)
         options = analyze_options(run, config)
-        memory = memory_options(run, config)
+        memory = memory_options(run, config, cluster)
+        if options.fsdp_shard_size:  # from the source's repository, not the row: say so in the case note
+            assumed.append(f"HSDP, shard group {options.fsdp_shard_size} (fms-fsdp README: 7b HSDP)")
     except NotExpressible:
         raise
     except ValueError as exc:  # a configuration distcalc refuses (ConfigError, pydantic): say so, one line

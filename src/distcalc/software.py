@@ -1,0 +1,68 @@
+"""How the training software runs the model: the implementation choices the step time depends on.
+
+One enum each, with the spellings users read and write (CLI, YAML, JSON, the web page). The physics of each
+choice lives where it is priced (named in each docstring); this module holds only the names, so that the
+command line and the request schemas can offer the choices without importing the cost model.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class ContextParallelAlgorithm(str, Enum):
+    """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
+    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
+
+    RING = "ring"
+    ULYSSES = "ulysses"
+    ALL_GATHER = "all-gather"
+
+
+class ElementwiseKernels(str, Enum):
+    """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
+    activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without
+    ``fused_rmsnorm`` or ``torch.compile``, IBM fms-fsdp) runs them as the composite ops of its code
+    (``eager``; :mod:`distcalc.compute.layer`). Megatron-LM's own (non-TransformerEngine) linear layers
+    (``--transformer-impl local``, the legacy ``megatron/model`` GPT) fuse the same kernels but add the
+    QKV projection's bias in a kernel of its own and reduce each biased linear's bias gradient in one
+    (``megatron-local``; :mod:`distcalc.compute.layer`)."""
+
+    FUSED = "fused"
+    EAGER = "eager"
+    MEGATRON_LOCAL = "megatron-local"
+
+
+class FsdpSharding(str, Enum):
+    """How ZeRO-3/FSDP lays out a unit's parameters: flat buffers that the parameters and their gradients
+    live in (Megatron-FSDP: the weight-gradient GEMMs accumulate into the bucketed ``main_grad`` buffer;
+    ``flat``, no copies); one flat parameter the parameters are views of, whose gradient autograd
+    concatenates from the views' gradients (PyTorch FSDP1 ``FlatParameter``; DeepSpeed ZeRO-3 copies each
+    gradient into its contiguous reduce bucket likewise; ``flat-parameter``,
+    :func:`distcalc.analyze.fsdp.fsdp_flat_grad_copy_s`); or each parameter sharded on its own (FSDP2
+    ``fully_shard``, DTensor; ``per-parameter``), which copies every gathered unit out of and every gradient
+    into the collective's flat buffer (:func:`distcalc.analyze.fsdp.fsdp_copy_s`)."""
+
+    FLAT = "flat"
+    FLAT_PARAMETER = "flat-parameter"
+    PER_PARAMETER = "per-parameter"
+
+
+class AttentionKernel(str, Enum):
+    """Which fused-attention implementation the framework runs: the GPU preset's fused attention (cuDNN /
+    FlashAttention-3 class), the FlashAttention-2 package, or FlashAttention 1.x (rates and sources:
+    :mod:`distcalc.compute.attention`)."""
+
+    FUSED = "fused"
+    FLASH2 = "flash2"
+    FLASH1 = "flash1"
+
+
+class CrossEntropyKernel(str, Enum):
+    """Which cross-entropy implementation computes the loss: Megatron-Core's vocab-parallel cross-entropy
+    (``unfused``), or ``--cross-entropy-loss-fusion`` with ``--cross-entropy-fusion-impl native`` / ``te``
+    (bytes and kernels of each: :mod:`distcalc.compute.loss`)."""
+
+    UNFUSED = "unfused"
+    NATIVE_FUSED = "native-fused"
+    TE_FUSED = "te-fused"

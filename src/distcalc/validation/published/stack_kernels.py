@@ -1,0 +1,89 @@
+"""Which kernels and passes each framework of the development set runs (the rules of
+:mod:`distcalc.validation.published.mapping` that read the row's ``framework`` and ``config_details``): Megatron
+stacks with or without TransformerEngine, the attention kernel of each stack, the loss implementation, and
+Megatron-Core's own passes over the gradients. Each rule cites the code or page it reads."""
+
+from __future__ import annotations
+
+import re
+
+from distcalc.analyze.options import AttentionKernel, ElementwiseKernels
+from distcalc.compute.loss import CrossEntropyKernel
+from distcalc.validation.published.rows import PublishedRun
+
+
+def megatron_core(run: PublishedRun) -> bool:
+    """Whether the row's stack is built on Megatron-Core's ``parallel_state`` (Megatron-LM's mcore path, NeMo,
+    Megatron-Bridge), whose process groups :mod:`distcalc.memory.nccl_buffers` counts."""
+    framework = run.framework.lower()
+    return any(name in framework for name in ("megatron-core", "nemo", "megatron-bridge"))
+
+
+# NeMo releases whose launcher switched cuDNN attention off (module docstring): (year, month) inclusive.
+NEMO_FLASH2_RELEASES = ((24, 1), (24, 7))
+
+
+#: framework phrases of Megatron stacks that run TransformerEngine / Megatron-Core layers, not the local linears
+TRANSFORMER_ENGINE_STACKS = ("TransformerEngine", "megatron-core", "mcore", "Megatron-Core", "NeMo")
+#: stacks whose ``--use-flash-attn`` is FlashAttention 1.x (``flash_attn_unpadded_func``): Megatron-LM 285068c8
+#: (2023-01-11, "Merge branch 'tridao-flashattn'"); FlashAttention-2 was released in July 2023
+FLASH1_STACKS = ("Megatron-LM @285068c8",)
+
+
+def legacy_megatron(run: PublishedRun) -> bool:
+    """Whether the row ran Megatron-LM's own (pre-TransformerEngine) layers: a Megatron-LM framework that names
+    neither TransformerEngine nor Megatron-Core (``--transformer-impl local`` was the default until 2023)."""
+    return "Megatron-LM" in run.framework and not any(p in run.framework for p in TRANSFORMER_ENGINE_STACKS)
+
+
+def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
+    """How the row's framework runs its elementwise kernels (module docstring): eager PyTorch for torchtitan
+    and fms-fsdp, Megatron-LM local linears for Megatron-LM without TransformerEngine (the Zero Bubble fork,
+    Narayanan 2021, MegaScale's baseline) and Megatron-DeepSpeed (BLOOM), else fused."""
+    if "torchtitan" in run.framework or "fms-fsdp" in run.framework:
+        return ElementwiseKernels.EAGER
+    if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or legacy_megatron(run):
+        return ElementwiseKernels.MEGATRON_LOCAL
+    return ElementwiseKernels.FUSED
+
+
+def attention_kernel(run: PublishedRun) -> AttentionKernel:
+    """FlashAttention-2 for the NeMo containers whose launcher set ``NVTE_FUSED_ATTN=0`` and for PyTorch SDPA's
+    flash backend ("SDPA flash": FlashAttention-2 kernels), FlashAttention 1.x on :data:`FLASH1_STACKS`, else
+    fused."""
+    if "SDPA flash" in run.config_details:
+        return AttentionKernel.FLASH2
+    if any(stack in run.framework for stack in FLASH1_STACKS):
+        return AttentionKernel.FLASH1
+    match = re.search(r"\bNeMo (\d\d)\.(\d\d)", run.framework)
+    if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
+        return AttentionKernel.FLASH2
+    return AttentionKernel.FUSED
+
+
+#: HBM bytes per local parameter of Megatron-Core's gradient passes before the DP collective (NaN check: read
+#: fp32; 1/(DP·CP) scaling: read + write fp32), AnalyzeOptions ``grad_check_*`` / ``grad_prescale_*``
+MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES = 4.0, 8.0
+
+
+def megatron_launched(run: PublishedRun) -> bool:
+    """Megatron-Core launched through Megatron-LM's own ``pretrain_*.py`` and argument defaults at a pinned
+    commit (framework "Megatron-LM@<commit> (mcore …)"): the 1/(DP·CP) scaling before the reduce
+    (``--ddp-average-in-collective`` not given) and, unless fp16's dynamic loss scaler turns it off, the NaN
+    check of the gradients (``--no-check-for-nan-in-loss-and-grad`` not given)."""
+    return run.framework.startswith("Megatron-LM@") and "mcore" in run.framework
+
+
+def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
+    """The loss implementation the row ran. SimuMax names runs with ``--cross-entropy-loss-fusion`` by the
+    suffix ``_cef`` (the row's assumptions) and models them with TransformerEngine's fused kernel, the one its
+    B200 system file measures (``ce_fusion``, ``test_ce_permute_efficiency.py`` ``te_fusion``); its published
+    predictions are reproduced only with that fusion on (its ``tools/b200`` case table, DeepSeek-V2 EP8 mbc4:
+    369.3 ms off, 343.6 ms on = the published figure). Megatron-Bridge's ``GPTModelProvider`` turns the fusion
+    on by default (``cross_entropy_loss_fusion: bool = True``) with Megatron-Core's default implementation,
+    ``native``. Everything else: Megatron-Core's default, unfused."""
+    if run.case_id.endswith("_cef"):
+        return CrossEntropyKernel.TE_FUSED
+    if "Megatron-Bridge" in run.framework:
+        return CrossEntropyKernel.NATIVE_FUSED
+    return CrossEntropyKernel.UNFUSED

@@ -1,0 +1,38 @@
+"""What the command line imports before it does any work: ``distcalc --help`` no command module, and
+``distcalc analyze --help`` (the analyze command built, its options derived from the schema) none of the cost
+model. Checked by module name in a fresh interpreter, not by timing (benchmarks/analyze_speed.py times it)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+#: Modules that belong to the physics or to a command's work, not to building options.
+COST_MODEL = ("distcalc.analyze.core", "distcalc.analyze.report", "distcalc.analyze.options", "distcalc.compute",
+              "distcalc.collective", "distcalc.placement", "distcalc.memory", "distcalc.calibration",
+              "distcalc.model.loader", "distcalc.jobs.analyze", "distcalc.schedules", "distcalc.traffic")
+
+
+def _loaded_after(code: str) -> set[str]:
+    """The ``distcalc`` modules a fresh interpreter holds after running ``code``."""
+    script = code + "\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('distcalc'))))"
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_distcalc_help_imports_no_command_module():
+    loaded = _loaded_after("from distcalc.cli import app\n"
+                           "from typer.main import get_command\n"
+                           "get_command(app).get_help(__import__('click').Context(get_command(app)))")
+    assert not {m for m in loaded if m.endswith("_cmd")}
+    assert not loaded & set(COST_MODEL)
+
+
+def test_analyze_help_builds_its_options_without_the_cost_model():
+    loaded = _loaded_after("from distcalc.cli import _module_commands\n"
+                           "command = _module_commands('analyze_cmd')['analyze']\n"
+                           "assert any(p.name == 'tp' for p in command.params)\n"
+                           "command.get_help(__import__('click').Context(command))")
+    assert "distcalc.cli.analyze_cmd" in loaded and "distcalc.parallel" in loaded
+    assert not loaded & set(COST_MODEL), sorted(loaded & set(COST_MODEL))
