@@ -126,9 +126,12 @@ def _torus_subtopology(cluster: ClusterSpec, members: list[int], link_bw: float)
     return make_topology(kind, len(members), link_bw, cluster.intra.latency_s, shape=dims)
 
 
+@lru_cache(maxsize=1024)
 def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
                     in_network_reduction: bool | None = None) -> GroupPlacement:
-    """Placement and topology of the group of ``size`` ranks at ``stride`` that contains rank 0."""
+    """Placement and topology of the group of ``size`` ranks at ``stride`` that contains rank 0 (cached: the
+    cluster is frozen and the placement immutable, so its topology keeps its candidate algorithms between
+    calls)."""
     if size <= 1:
         return GroupPlacement(dim, 1, stride, 1, 1, None, 1.0, 0.0, "none")
     g = cluster.gpus_per_node

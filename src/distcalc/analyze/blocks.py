@@ -30,6 +30,7 @@ from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
+from distcalc.shaped import float_of_shape
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
 from distcalc.variability import slowest_gpu_factor
@@ -386,5 +387,5 @@ def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tupl
     first, inverse = dedupe([c[k] for k in key])
     sub = block(_sub(c, first))
     n = first.shape
-    return {k: (v if k.startswith("_") else np.broadcast_to(np.asarray(v, dtype=float), n)[inverse].reshape(shape))
+    return {k: (v if k.startswith("_") else float_of_shape(v, n)[inverse].reshape(shape))
             for k, v in sub.items()}

@@ -29,6 +29,7 @@ from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
                                 group_placement, parse_order, strides)
+from distcalc.shaped import float_of_shape
 from distcalc.traffic import Comm, Dim, Message
 
 #: Tier whose link sets a placement's pipeline-fill term (its slowest tier, see :mod:`distcalc.placement`).
@@ -187,8 +188,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             inverse, groups = placements(cluster, message.dim, keys[message.dim], memo)
             cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))])
         _, groups, in_group = cache[message.dim]
-        sizes = np.broadcast_to(np.asarray(message.size_bytes, dtype=float), shape)
-        active = np.broadcast_to(np.asarray(message.count, dtype=float), shape) > 0
+        sizes = float_of_shape(message.size_bytes, shape)
+        active = float_of_shape(message.count, shape) > 0
         masks.append([g & active for g in in_group])
         prepared.append(sizes)
     times_out = [np.zeros(shape) for _ in messages]

@@ -352,7 +352,7 @@ def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o
              expert_counts=()) -> list[dict[str, Any]]:
     """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
     experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
-    f = lambda x: float(np.ravel(x)[0])  # noqa: E731
+    f = lambda x: float(np.asarray(x).flat[0])  # noqa: E731
     rows = []
     ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
     # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_all / (CP time on link),

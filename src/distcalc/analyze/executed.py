@@ -31,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.parallel import Schedule
+from distcalc.row_groups import distinct_rows, row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
@@ -79,15 +80,20 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     pipeline = np.full(schedule.shape, np.nan)
     busy = np.full(schedule.shape, np.nan)
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
-    keys = np.stack([schedule[mask], pp[mask], m[mask], vpp[mask]], axis=1)
     index = np.flatnonzero(mask)
-    for key in np.unique(keys, axis=0):
-        rows = index[np.all(keys == key, axis=1)]
-        code, p, micro, v = (int(x) for x in key)
+    # every executed configuration's terms, one row each (gathered once, sliced per plan)
+    table = np.stack([np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index] for x in terms.values()],
+                     axis=1)
+    for (code, p, micro, v), group in row_groups([schedule[mask], pp[mask], m[mask], vpp[mask]]):
+        rows = index[group]
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        sub = {k: np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[rows] for k, x in terms.items()}
-        ex = execute(plan, _stage_times(device, plan.chunk_fraction, sub), program=cached_program(code, p, micro, v))
-        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)
-        busy[rows] = ex.busy_s.max(axis=0)
+        sub = table[group]
+        # configurations that differ only where the plan's times do not (the ZeRO stage, the optimizer) share
+        # their pass times: the plan runs once per distinct row of times (each column runs alone)
+        first, inverse = distinct_rows(sub)
+        distinct = dict(zip(terms, sub[first].T))
+        ex = execute(plan, _stage_times(device, plan.chunk_fraction, distinct), program=cached_program(code, p, micro, v))
+        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)[inverse]
+        busy[rows] = ex.busy_s.max(axis=0)[inverse]
     return pipeline, busy

@@ -136,24 +136,32 @@ def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_byte
     return min(1.0, intensity * l2_bandwidth_bytes_per_s / peak_flops_per_s)
 
 
+@functools.lru_cache(maxsize=64)
+def _tile_table(peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(tm, tn, ρ, large?) of every tile in :data:`TILES`, as arrays over the tiles (a pure function of the
+    device's constants, cached)."""
+    tm = np.array([t[0] for t in TILES], dtype=np.int64)
+    tn = np.array([t[1] for t in TILES], dtype=np.int64)
+    rho = np.array([tile_efficiency(a, b, peak_flops_per_s, l2_bandwidth, operand_bytes) for a, b in TILES])
+    large = np.array([t in LARGE_TILES for t in TILES])
+    return tm, tn, rho, large
+
+
 def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
                      peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float = 2.0) -> ArrayLike:
     """Main-loop time at η_core = 1 of the tile cuBLAS would pick: the fastest of the large tiles
     (:data:`LARGE_TILES`); the small tiles only when a large-tile grid does not fill one wave of SMs
-    (cuBLAS heuristics trade tile efficiency against quantisation only for small problems)."""
-    best_large = best_small = None
-    large_tiles_max = None
-    for tm, tn in TILES:
-        rho = tile_efficiency(tm, tn, peak_flops_per_s, l2_bandwidth, operand_bytes)
-        tiles = np.multiply(batch, _ceil_div(m, tm) * _ceil_div(n, tn))
-        waves = _ceil_div(tiles, sm_count)
-        time = waves * (2.0 * tm * tn) * np.asarray(k, dtype=float) * sm_count / (peak_flops_per_s * rho)
-        if (tm, tn) in LARGE_TILES:
-            best_large = time if best_large is None else np.minimum(best_large, time)
-            large_tiles_max = tiles if large_tiles_max is None else np.maximum(large_tiles_max, tiles)
-        else:
-            best_small = time if best_small is None else np.minimum(best_small, time)
-    return np.where(large_tiles_max < sm_count, np.minimum(best_large, best_small), best_large)
+    (cuBLAS heuristics trade tile efficiency against quantisation only for small problems).
+    Every tile at once: the tiles are a leading axis of the arrays."""
+    tm, tn, rho, large = _tile_table(peak_flops_per_s, l2_bandwidth, operand_bytes)
+    axis = (slice(None),) + (None,) * np.broadcast(batch, m, n, k).ndim  # tiles first, then the inputs' shape
+    tm, tn, rho = tm[axis], tn[axis], rho[axis]
+    tiles = np.multiply(batch, _ceil_div(m, tm) * _ceil_div(n, tn))
+    waves = _ceil_div(tiles, sm_count)
+    time = waves * (2.0 * tm * tn) * np.asarray(k, dtype=float) * sm_count / (peak_flops_per_s * rho)
+    best_large, best_small = time[large].min(axis=0), time[~large].min(axis=0)
+    return np.where(tiles[large].max(axis=0) < sm_count, np.minimum(best_large, best_small), best_large)
 
 
 def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,

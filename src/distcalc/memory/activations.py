@@ -55,6 +55,7 @@ import numpy as np
 from distcalc.model.dims import ModelDims
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Precision, Recompute, Schedule
+from distcalc.row_groups import row_groups
 from distcalc.schedules import peak_in_flight_counts
 
 FP32_BYTES = 4.0
@@ -184,11 +185,10 @@ def executed_in_flight(schedule, pp, stage, num_micro_batches) -> np.ndarray:
     code, p, s, m = (np.asarray(x).astype(np.int64) for x in np.broadcast_arrays(schedule, pp, stage, num_micro_batches))
     out = np.zeros(code.shape)
     mask = Schedule.executed(code)
-    keys = np.stack([code[mask], p[mask], m[mask]], axis=1)
     index = np.flatnonzero(mask)
-    for key in np.unique(keys, axis=0):
-        rows = index[np.all(keys == key, axis=1)]
-        peaks = np.asarray(peak_in_flight_counts(*(int(k) for k in key)))
+    for key, group in row_groups([code[mask], p[mask], m[mask]]):
+        rows = index[group]
+        peaks = np.asarray(peak_in_flight_counts(*key))
         out.flat[rows] = peaks[s.flat[rows]]
     return out
 

@@ -22,6 +22,7 @@ score-correction bias (E per layer) are not counted: the published 671B excludes
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from distcalc.model.architecture import ModelArchitecture, NormType, PositionEmbedding
@@ -130,6 +131,13 @@ def lm_head_parameters(spec: ModelArchitecture) -> int:
 
 
 def parameter_breakdown(spec: ModelArchitecture) -> dict[str, int]:
+    """:func:`_parameter_breakdown` of ``spec`` (a fresh dict; the count is cached per spec: specs are frozen
+    and one ``analyze`` call asks for it several times, each a walk over every layer)."""
+    return dict(_parameter_breakdown(spec))
+
+
+@functools.lru_cache(maxsize=256)
+def _parameter_breakdown(spec: ModelArchitecture) -> dict[str, int]:
     """Parameters keyed ``attention/qkv``, ``attention/out``, ``mlp`` (dense layers), ``mlp/experts``,
     ``mlp/router``, ``mlp/shared`` (MoE models only), ``embedding``, ``position_embedding`` (learned only),
     ``norm`` (all norms incl. final), ``lm_head``; the values sum to :attr:`distcalc.model.spec.ModelSpec.parameters`."""

@@ -15,6 +15,7 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -107,6 +108,17 @@ class Program:
     levels: tuple[tuple[int, int], ...]
     first: np.ndarray
     last: np.ndarray
+
+    @functools.cached_property
+    def steps(self) -> list[tuple[int, int, int, bool, bool, int]]:
+        """Per operation, as plain ints for the one-by-one loop: (waits 0–2, across 1–2, device)."""
+        return [(w0, w1, w2, a1, a2, d) for (w0, w1, w2), (_, a1, a2), d in
+                zip(self.waits.tolist(), self.across.tolist(), self.device.tolist())]
+
+    @functools.cached_property
+    def kind_stage(self) -> list[tuple[int, int]]:
+        """Per operation (kind index, stage) as plain ints."""
+        return list(zip(self.kind.tolist(), self.stage.tolist()))
 
 
 def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
@@ -202,19 +214,44 @@ def compile_plan(plan: Plan) -> Program:
                    tuple(zip(bounds[:-1].tolist(), bounds[1:].tolist())), rank[first], rank[last])
 
 
+def _pair_durations(program: Program, pairs: np.ndarray, stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(len(pairs), n) durations of the overlapped pairs ``pairs``: ``F + BW − hidden``."""
+    f, b, w, fc, bc = stage_arrays
+    jf, jb = program.stage[pairs], program.pair_stage[pairs]
+    f_total, b_total = f[jf], b[jb] + w[jb]
+    hidden = np.minimum(fc[jf], b_total - bc[jb]) + np.minimum(bc[jb], f_total - fc[jf])
+    return f_total + b_total - hidden
+
+
+def _pass_table(stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
+    """(4, S, n) time of a pass of kind index F, B, W, BW on each virtual stage."""
+    f, b, w = stage_arrays[:3]
+    return np.stack([f, b, w, b + w])
+
+
 def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.ndarray:
     """(operations, n) durations: one pass's time, or a pair's ``F + BW − hidden``."""
-    f, b, w, fc, bc = stage_arrays
-    table = np.stack([f, b, w, b + w])  # (4, S, n)
     single = program.kind >= 0
-    out = table[np.where(single, program.kind, 0), program.stage]
+    out = _pass_table(stage_arrays)[np.where(single, program.kind, 0), program.stage]
     if not single.all():
         pairs = np.flatnonzero(~single)
-        jf, jb = program.stage[pairs], program.pair_stage[pairs]
-        f_total, b_total = f[jf], b[jb] + w[jb]
-        hidden = np.minimum(fc[jf], b_total - bc[jb]) + np.minimum(bc[jb], f_total - fc[jf])
-        out[pairs] = f_total + b_total - hidden
+        out[pairs] = _pair_durations(program, pairs, stage_arrays)
     return out
+
+
+def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+    """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
+    the operation is one pass (nothing gathered), a computed row where it is an overlapped pair."""
+    table = _pass_table(stage_arrays)
+    rows = [table[kind, stage] for kind, stage in program.kind_stage]
+    pairs = np.flatnonzero(program.kind < 0)
+    if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
+        _, first, inverse = np.unique(program.stage[pairs] * len(table[0]) + program.pair_stage[pairs],
+                                      return_index=True, return_inverse=True)
+        distinct = _pair_durations(program, pairs[first], stage_arrays)
+        for k, j in zip(pairs.tolist(), inverse.reshape(-1).tolist()):
+            rows[k] = distinct[j]
+    return rows
 
 
 def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
@@ -224,13 +261,14 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     once."""
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
-    durations = _durations(program, tuple(stage_arrays))
-    K = durations.shape[0]
+    K = program.kind.shape[0]
     ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
     waits, across, sends = program.waits, program.across, bool(p2p.any())
     if p2p.shape[0] > WAVE_MAX_CONFIGURATIONS:
-        _run_one_by_one(program, durations, p2p, ends)
-        return _execution(plan, program, durations, ends[:K], keep_events)
+        rows = _duration_rows(program, tuple(stage_arrays))
+        busy = _run_one_by_one(program, rows, p2p, ends, plan.devices)
+        return _execution(plan, program, rows, ends[:K], keep_events, busy)
+    durations = _durations(program, tuple(stage_arrays))
     for lo, hi in program.levels:
         w = waits[lo:hi]
         if sends:  # an input from another device arrives a Send/Recv later
@@ -244,23 +282,37 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     return _execution(plan, program, durations, ends[:K], keep_events)
 
 
-def _run_one_by_one(program: Program, durations: np.ndarray, p2p: np.ndarray, ends: np.ndarray) -> None:
+def _run_one_by_one(program: Program, durations: list[np.ndarray], p2p: np.ndarray, ends: np.ndarray,
+                    devices: int) -> np.ndarray:
     """The same recurrence one operation at a time (in wave order, so every input is there): fewer array
-    copies than the waves' gathers when each operation's row is long."""
-    K = durations.shape[0]
-    for k, ((w0, w1, w2), (_, a1, a2)) in enumerate(zip(program.waits.tolist(), program.across.tolist())):
-        ready = ends[w0]
-        if w1 < K:
-            ready = np.maximum(ready, ends[w1] + p2p if a1 else ends[w1])
-        if w2 < K:
-            ready = np.maximum(ready, ends[w2] + p2p if a2 else ends[w2])
-        np.add(ready, durations[k], out=ends[k])
+    copies than the waves' gathers when each operation's row is long. Returns each device's busy time, its
+    operations' durations added in operation order (as :func:`_execution` does with ``np.add.at``)."""
+    K = len(durations)
+    maximum, add = np.maximum, np.add
+    busy = np.zeros((devices, p2p.shape[0]))
+    arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
+    sends = bool(p2p.any())
+    end_rows, busy_rows = list(ends), list(busy)  # row views made once, not per operation
+    for k, ((w0, w1, w2, a1, a2, device), duration) in enumerate(zip(program.steps, durations)):
+        row = end_rows[k]  # the ready time is built in place, then the duration added
+        ready = end_rows[w0]
+        for w, a in ((w1, a1), (w2, a2)):
+            if w < K:
+                maximum(ready, add(end_rows[w], p2p, out=arrived) if a and sends else end_rows[w], out=row)
+                ready = row
+        add(ready, duration, out=row)
+        add(busy_rows[device], duration, out=busy_rows[device])
+    return busy
 
 
-def _execution(plan: Plan, program: Program, durations: np.ndarray, ends: np.ndarray, keep_events: bool) -> Execution:
-    busy = np.zeros((plan.devices, ends.shape[1]))
-    np.add.at(busy, program.device, durations)
-    first = ends[program.first] - durations[program.first]
+def _execution(plan: Plan, program: Program, durations, ends: np.ndarray, keep_events: bool,
+               busy: np.ndarray | None = None) -> Execution:
+    """``durations``: per operation (an (operations, n) array or a list of rows); ``busy``: per device, when
+    the run already summed it."""
+    if busy is None:
+        busy = np.zeros((plan.devices, ends.shape[1]))
+        np.add.at(busy, program.device, durations)
+    first = ends[program.first] - np.stack([durations[k] for k in program.first.tolist()])
     events = ([(int(d), op, ends[k] - durations[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
               if keep_events else [])
     return Execution(plan, first, ends[program.last], busy, events)
