@@ -9,8 +9,8 @@ import typer
 from rich.table import Table
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
-from distcalc.cli.zero3_options import (DsContiguousOption, DsMaxLiveOption, DsOverlapCommOption, DsPersistenceOption,
-                                        DsPrefetchBucketOption, DsReduceBucketOption, DsReuseDistanceOption,
+from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsOverlapCommOption,
+                                        DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption, DsReuseDistanceOption,
                                         Zero3ImplOption)
 from distcalc.deepspeed_zero3 import Zero3Impl
 from distcalc.cli.common import (
@@ -220,13 +220,13 @@ def register(app: typer.Typer) -> None:
             min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
                                            "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
-        ds_prefetch_bucket_size: DsPrefetchBucketOption = 5e7,
-        ds_max_live_parameters: DsMaxLiveOption = 1e9,
-        ds_max_reuse_distance: DsReuseDistanceOption = 1e9,
-        ds_reduce_bucket_size: DsReduceBucketOption = 5e8,
-        ds_param_persistence_threshold: DsPersistenceOption = 1e5,
-        ds_overlap_comm: DsOverlapCommOption = True,
-        ds_contiguous_gradients: DsContiguousOption = True,
+        ds_prefetch_bucket_size: DsPrefetchBucketOption = DS_DEFAULTS.prefetch_bucket_elements,
+        ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,
+        ds_max_reuse_distance: DsReuseDistanceOption = DS_DEFAULTS.max_reuse_distance_elements,
+        ds_reduce_bucket_size: DsReduceBucketOption = DS_DEFAULTS.reduce_bucket_elements,
+        ds_param_persistence_threshold: DsPersistenceOption = DS_DEFAULTS.param_persistence_threshold_elements,
+        ds_overlap_comm: DsOverlapCommOption = DS_DEFAULTS.overlap_comm,
+        ds_contiguous_gradients: DsContiguousOption = DS_DEFAULTS.contiguous_gradients,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,

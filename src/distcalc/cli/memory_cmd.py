@@ -15,8 +15,8 @@ from distcalc.cli.common import (
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
-from distcalc.cli.zero3_options import (DsContiguousOption, DsMaxLiveOption, DsPersistenceOption, DsReduceBucketOption,
-                                        DsReuseDistanceOption, Zero3ImplOption)
+from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsPersistenceOption,
+                                        DsReduceBucketOption, DsReuseDistanceOption, Zero3ImplOption)
 from distcalc.deepspeed_zero3 import Zero3Impl
 from distcalc.memory import MemoryReport, Recipe
 from distcalc.run_file import DEFAULTS
@@ -171,11 +171,11 @@ def register(app: typer.Typer) -> None:
             min=0, rich_help_panel=O, help="HSDP: ZeRO-3 states sharded over groups of this many DP ranks, "
                                            "replicated across them; 0: FULL_SHARD")] = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
-        ds_max_live_parameters: DsMaxLiveOption = 1e9,
-        ds_max_reuse_distance: DsReuseDistanceOption = 1e9,
-        ds_reduce_bucket_size: DsReduceBucketOption = 5e8,
-        ds_param_persistence_threshold: DsPersistenceOption = 1e5,
-        ds_contiguous_gradients: DsContiguousOption = True,
+        ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,
+        ds_max_reuse_distance: DsReuseDistanceOption = DS_DEFAULTS.max_reuse_distance_elements,
+        ds_reduce_bucket_size: DsReduceBucketOption = DS_DEFAULTS.reduce_bucket_elements,
+        ds_param_persistence_threshold: DsPersistenceOption = DS_DEFAULTS.param_persistence_threshold_elements,
+        ds_contiguous_gradients: DsContiguousOption = DS_DEFAULTS.contiguous_gradients,
         json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,

@@ -7,9 +7,11 @@ from typing import Annotated
 
 import typer
 
-from distcalc.deepspeed_zero3 import Zero3Impl
+from distcalc.deepspeed_zero3 import DeepSpeedZero3, Zero3Impl
 
 _PANEL = "ZeRO-3 implementation"
+#: DeepSpeed's own defaults, the options' defaults (one definition: :class:`DeepSpeedZero3`)
+DS_DEFAULTS = DeepSpeedZero3()
 
 Zero3ImplOption = Annotated[Zero3Impl, typer.Option(
     rich_help_panel=_PANEL, help="ZeRO-3 as fsdp (PyTorch FSDP / Megatron-FSDP: one gather and reduce-scatter per "
