@@ -86,3 +86,12 @@ def test_plot(tmp_path):
     result = runner.invoke(app, ["collective", "all-gather", "--size", "1KiB..1MiB", "--plot", str(path)])
     assert result.exit_code == 0, result.output
     assert path.stat().st_size > 1000
+
+
+def test_help_lists_the_collectives_not_the_topologies():
+    # the command's argument help names the collectives (a topology-kinds import once shadowed the list)
+    result = runner.invoke(app, ["collective", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    text = " ".join(_output(result).split())
+    assert "Collective: all-reduce, reduce-scatter, all-gather" in text
+    assert "Collective: ring" not in text

@@ -10,8 +10,8 @@ from rich.table import Table
 
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsOverlapCommOption,
-                                        DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption, DsReuseDistanceOption,
-                                        Zero3ImplOption)
+                                        DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption,
+                                        DsReuseDistanceOption, FsdpShardSizeOption, Zero3ImplOption)
 from distcalc.deepspeed_zero3 import Zero3Impl
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
@@ -216,9 +216,7 @@ def register(app: typer.Typer) -> None:
             rich_help_panel=S, help="ZeRO-3 buffers: flat (Megatron-FSDP), flat-parameter (FSDP1, DeepSpeed: "
                                     "gradient concatenated into the flat buffer) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
-        fsdp_shard_size: Annotated[int, typer.Option(
-            min=0, rich_help_panel=S, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate "
-                                           "across them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")] = 0,
+        fsdp_shard_size: FsdpShardSizeOption = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
         ds_prefetch_bucket_size: DsPrefetchBucketOption = DS_DEFAULTS.prefetch_bucket_elements,
         ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,

@@ -21,7 +21,8 @@ from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
 from distcalc.errors import ConfigError
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.topology import KINDS, Topology, TopologyKind, kind_traits, make_topology
+from distcalc.topology import KINDS as TOPOLOGY_KINDS
+from distcalc.topology import Topology, TopologyKind, kind_traits, make_topology
 from distcalc.units import format_rate, format_size, format_time, parse_size_range
 
 def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
@@ -206,7 +207,7 @@ def topologies_command(
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
     check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))
     entries = []
-    for kind, traits in KINDS.items():
+    for kind, traits in TOPOLOGY_KINDS.items():
         extra: dict[str, Any] = {"gpus_per_node": gpus_per_node} if traits.node_option else {}
         if traits.in_network_reduction:
             extra["in_network_reduction"] = True

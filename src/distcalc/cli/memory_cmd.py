@@ -16,7 +16,8 @@ from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsPersistenceOption,
-                                        DsReduceBucketOption, DsReuseDistanceOption, Zero3ImplOption)
+                                        DsReduceBucketOption, DsReuseDistanceOption, FsdpShardSizeOption,
+                                        Zero3ImplOption)
 from distcalc.deepspeed_zero3 import Zero3Impl
 from distcalc.memory import MemoryReport, Recipe
 from distcalc.run_file import DEFAULTS
@@ -167,9 +168,7 @@ def register(app: typer.Typer) -> None:
                                                        "ZeRO-1/2: 6)")] = 0.0,
         step_bucket: Annotated[str, typer.Option(rich_help_panel=O, help="gradient bucket the optimizer step "
                                                  "allocates (bytes; DeepSpeed ZeRO-1/2: 1e9)")] = "0",
-        fsdp_shard_size: Annotated[int, typer.Option(
-            min=0, rich_help_panel=O, help="HSDP: ZeRO-3 states sharded over groups of this many DP ranks, "
-                                           "replicated across them; 0: FULL_SHARD")] = 0,
+        fsdp_shard_size: FsdpShardSizeOption = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
         ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,
         ds_max_reuse_distance: DsReuseDistanceOption = DS_DEFAULTS.max_reuse_distance_elements,

@@ -13,6 +13,9 @@ _PANEL = "ZeRO-3 implementation"
 #: DeepSpeed's own defaults, the options' defaults (one definition: :class:`DeepSpeedZero3`)
 DS_DEFAULTS = DeepSpeedZero3()
 
+FsdpShardSizeOption = Annotated[int, typer.Option(
+    min=0, rich_help_panel=_PANEL, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate across "
+                                       "them (FSDP1 HYBRID_SHARD: GPUs per node); 0: FULL_SHARD")]
 Zero3ImplOption = Annotated[Zero3Impl, typer.Option(
     rich_help_panel=_PANEL, help="ZeRO-3 as fsdp (PyTorch FSDP / Megatron-FSDP: one gather and reduce-scatter per "
                                  "block) or deepspeed runs it (per-submodule gathers, its prefetch, release and "
