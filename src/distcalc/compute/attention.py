@@ -137,11 +137,6 @@ def kernel_gpus(kernel: AttentionKernel) -> list[str]:
     return [name for name in compute_preset_names() if compute_preset_entry(name).get(key)]
 
 
-def flash2_gpus() -> list[str]:
-    """GPU presets with a published FlashAttention-2 rate."""
-    return kernel_gpus(AttentionKernel.FLASH2)
-
-
 def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int,
                            causal: bool = True) -> tuple[float, float]:
     """(forward, backward) fraction of peak of one fused attention kernel: the causal or the non-causal rate;
