@@ -121,3 +121,17 @@ def test_nvls_tree_pipeline_fills_through_the_tree_hops():
                                       nic_gbps_per_gpu=50.0)
     _, small_nvls = nvls_allreduce_terms_s(V20, 1 * MIB, 16, 8, 51.0, 266.67, 266.67, 2)
     assert small - small_nvls == pytest.approx(2 * (MIB / 16 / 8) * 16 / 50e9, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=10, max_value=34), st.integers(min_value=2, max_value=64), st.sampled_from([V18, V20]),
+       st.floats(min_value=5.0, max_value=100.0))
+def test_tree_hops_add_exactly_their_store_and_forward_time(log_size, nodes, version, nic_gbps):
+    size = float(1 << log_size)
+    args = (version, size, 16, 8, 51.0, 266.67, 266.67, nodes)
+    lat_inf, local = nvls_allreduce_terms_s(*args, algorithm=NcclAlgo.NVLS_TREE)
+    lat, with_hops = nvls_allreduce_terms_s(*args, algorithm=NcclAlgo.NVLS_TREE, nic_gbps_per_gpu=nic_gbps)
+    chunk = nvls_tree_chunk_bytes(version, size, 16, 8, nodes)
+    busiest = channel_bytes(version, size, 16, 8 * chunk)
+    assert lat == lat_inf and local > 0
+    assert with_hops - local == pytest.approx(2 * tree_depth(nodes) * min(chunk, busiest / 8) * 16 / (nic_gbps * 1e9))
