@@ -78,3 +78,30 @@ def test_published_mapping():
             assert c.inputs.options.main_grad_dtype is main_grad_dtype(c.run)
     assert by_source.pop("ZeroBubble_Qi2024_T4") == {MainGradDtype.FP16}
     assert all(kinds == {MainGradDtype.FP32} for kinds in by_source.values()), by_source
+
+
+def test_memory_fp16_main_grad_is_two_bytes_without_deepspeed_step_buffers():
+    from distcalc.memory import Recipe
+    from distcalc.memory.stacks import stack_memory_options
+
+    plain, fp16 = stack_memory_options(), stack_memory_options(sixteen_bit_main_grad=True)
+    assert plain.recipe is Recipe.MIXED
+    assert fp16.recipe is Recipe.MIXED_16BIT_GRADS
+    assert fp16.step_buffer_bytes_per_parameter == 0.0 and fp16.step_bucket_bytes == 0
+    # DeepSpeed's own recipes are not touched
+    ds = stack_memory_options(deepspeed_zero=True, fp32_grad_accumulation=True, sixteen_bit_main_grad=True)
+    assert ds.recipe is Recipe.DEEPSPEED_BF16
+
+
+def test_zero_bubble_rows_memory_recipe():
+    from distcalc.memory import Recipe
+
+    for c in comparisons():
+        if c.inputs is None:
+            continue
+        run = c.run
+        sixteen = c.inputs.memory_options.recipe is Recipe.MIXED_16BIT_GRADS
+        if run.source == "ZeroBubble_Qi2024_T4":
+            assert sixteen
+        elif "DeepSpeed" not in run.framework and "Megatron-Bridge" not in run.framework:  # their own 16-bit grads
+            assert not sixteen, run.case_id

@@ -91,6 +91,7 @@ from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.software import MainGradDtype
 from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
@@ -324,7 +325,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)),
+        sixteen_bit_main_grad=main_grad_dtype(run) is MainGradDtype.FP16,
     ).model_copy(update=bridge_memory_updates(run))
 
 
