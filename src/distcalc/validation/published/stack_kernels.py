@@ -61,7 +61,9 @@ def main_grad_dtype(run: PublishedRun) -> MainGradDtype:
     torch.float if accumulate_allreduce_grads_in_fp32 else param.dtype``; ``megatron/arguments.py`` forces the
     flag only for bf16) and the fused weight-gradient GEMM accumulates with ``wgrad_gemm_accum_fp16``
     (``megatron/core/tensor_parallel/layers.py``), all at sail-sg/zero-bubble-pipeline-parallelism@93af65c,
-    whose ``examples/pretrain_zero_bubble.sh`` passes ``--fp16`` and not the flag. PyTorch DDP (Narayanan
+    whose ``examples/pretrain_zero_bubble.sh`` passes ``--fp16`` and neither that flag nor
+    ``--no-gradient-accumulation-fusion`` (fusion on by default; ``ColumnParallelLinear`` raises when its
+    extension is missing, so the runs had it). PyTorch DDP (Narayanan
     2021's ``--DDP-impl torch``) has no ``main_grad``; bf16 and TransformerEngine stacks: fp32. Stacks in
     :data:`UNFUSED_WGRAD_ACCUMULATION_STACKS` keep the fp32 pricing (not checked in their code)."""
     fp16_local_ddp = (run.precision == "fp16" and legacy_megatron(run) and "DDP-impl torch" not in run.config_details
