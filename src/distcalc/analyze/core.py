@@ -54,6 +54,7 @@ from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.attention import attention_kernel_device
+from distcalc.compute.device import main_grad_device
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import Schedule, pipeline_slots_offset, stage_layer_split
@@ -228,6 +229,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         device = replace(device, eager_elementwise=True)
     if o.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL:
         device = replace(device, unfused_linear_bias=True)
+    device = main_grad_device(device, o.main_grad_dtype)
     device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)

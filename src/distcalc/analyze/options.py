@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
-                               FsdpSharding)
+                               FsdpSharding, MainGradDtype)
 from distcalc.deepspeed_zero3 import DeepSpeedZero3
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -158,6 +158,9 @@ class AnalyzeOptions(BaseModel):
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
                                                           "flash1 (FlashAttention 1.x)")
+    main_grad_dtype: MainGradDtype = Field(MainGradDtype.FP32, description="main_grad buffer the weight-gradient "
+                                           "GEMM accumulates into: fp32, or fp16 (Megatron-LM fp16 without "
+                                           "--accumulate-allreduce-grads-in-fp32)")
     deepspeed_zero3: DeepSpeedZero3 | None = Field(None, exclude=True, description="ZeRO-3 as DeepSpeed runs it "
                                                    "(None: per-block FSDP)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")

@@ -23,7 +23,7 @@ from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
-                               FsdpSharding)
+                               FsdpSharding, MainGradDtype)
 from distcalc.units import format_rate, format_size, format_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -208,6 +208,10 @@ def register(app: typer.Typer) -> None:
             rich_help_panel=S, help="fused (cuDNN / FlashAttention-3 class, TransformerEngine's default), flash2 "
                                     "(FlashAttention-2 package, e.g. NVTE_FUSED_ATTN=0) or flash1 (FlashAttention 1.x, "
                                     "pre-July-2023 stacks)")] = AttentionKernel.FUSED,
+        main_grad_dtype: Annotated[MainGradDtype, typer.Option(
+            rich_help_panel=S, help="main_grad buffer the weight-gradient GEMMs accumulate into: fp32, or fp16 "
+                                    "(Megatron-LM fp16 without --accumulate-allreduce-grads-in-fp32)")
+        ] = MainGradDtype.FP32,
         cross_entropy: Annotated[CrossEntropyKernel, typer.Option(
             rich_help_panel=S, help="loss kernels: unfused (Megatron-Core's vocab-parallel cross-entropy), "
                                     "native-fused or te-fused (--cross-entropy-loss-fusion with "

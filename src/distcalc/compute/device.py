@@ -49,7 +49,7 @@ peak); the FP8 power limit is measured on its own.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +118,9 @@ class DeviceCompute:
     #: the attention rates are the FlashAttention-2 package's (``--attention-kernel flash2``), not the fused
     #: kernel the stack picks by default (distcalc.compute.attention)
     flash2_attention: bool = False
+    #: HBM bytes per element that a weight-gradient GEMM's epilogue moves accumulating into ``main_grad``
+    #: (read + write): 8 for an fp32 buffer, 4 for fp16 (:class:`distcalc.software.MainGradDtype`)
+    wgrad_accumulate_bytes: float = 8.0
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
@@ -285,6 +288,17 @@ def _power_limit(entry: dict[str, Any], dtype: Any) -> float:
 def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
     """The device that runs 16-bit work: the FP8 device's BF16 twin, else the device itself."""
     return device.attention or device
+
+
+def main_grad_device(device: DeviceCompute, main_grad: Any) -> DeviceCompute:
+    """``device`` (and its 16-bit twin) with weight-gradient GEMMs accumulating into a ``main_grad`` of the
+    dtype ``main_grad`` (a :class:`distcalc.software.MainGradDtype`): read + write, 2 × its bytes per element."""
+    accumulate = 2.0 * float(main_grad.bytes_per_element)
+    if accumulate == device.wgrad_accumulate_bytes:
+        return device
+    twin = device.attention
+    return replace(device, wgrad_accumulate_bytes=accumulate,
+                   attention=None if twin is None else replace(twin, wgrad_accumulate_bytes=accumulate))
 
 
 def _precision(dtype: Any) -> Precision:

@@ -12,6 +12,7 @@ from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAl
                               ElementwiseKernels, FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
+from distcalc.software import MainGradDtype
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, request_to_yaml
@@ -83,6 +84,8 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or flash1 "
                                                           "(FlashAttention 1.x)")
+    main_grad_dtype: MainGradDtype = Field(MainGradDtype.FP32, description="main_grad the wgrad GEMMs accumulate "
+                                           "into: fp32 or fp16")
     cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
                                               description="loss kernels: unfused, native-fused or te-fused")
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers, FSDP1 flat parameter "
@@ -151,6 +154,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
                              attention_kernel=request.attention_kernel, cross_entropy=request.cross_entropy,
+                             main_grad_dtype=request.main_grad_dtype,
                              fsdp_shard_size=request.fsdp_shard_size,
                              deepspeed_zero3=request.deepspeed_zero3(config.pp),
                              calibration=load_calibration(calibration) if calibration is not None else None)

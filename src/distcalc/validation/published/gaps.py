@@ -87,11 +87,20 @@ KNOWN: dict[tuple[str, str], str] = {
         "(EP 4, PP 2) on average (router kernels of group-limited top-k and the sequence aux loss are "
         "under-counted, not counted precisely enough to add)"),
     ("ZeroBubble_Qi2024_T4", "step_time"): (
-        "by model size: 1.5B and 6.2B about -10 % on every schedule, 14.6B and 28.3B 0...-3 %, so the "
-        "residual is per-GPU compute of small layers on A100 (fp16, the fork's local linears priced), not the "
-        "schedules; 1F1B-I rows are 3-7 points further under than 1F1B, as the paper's own Table 5 bubble "
-        "rates over-predict 1F1B-I's speedup by 4.5-8.6 %; the fork overlaps 1F1B-I's Send/Recv, which is "
-        "priced blocking here"),
+        "about -11 % on every model size once the weight-gradient GEMMs accumulate into the fork's fp16 "
+        "main_grad (4 B epilogue; before, the 8 B fp32 epilogue made the micro-batch-1 rows, 14.6B and 28.3B, "
+        "look right at 0...-3 % while 1.5B and 6.2B were -10 %): ZB-2p rows -6...-13 %, 1F1B -8...-13 %, the "
+        "same direction as the other A100 16-bit Megatron sources, so the shared residual is the A100 16-bit "
+        "compute rate, not the schedules; host/launch overhead cannot explain it (the model's per-layer forward "
+        "is 3.2-6.0 ms per micro-batch, GPU-bound; the ZB schedules run no torch.cuda.synchronize after their "
+        "P2P, 1F1B does, and both are equally under); 1F1B-I rows are 2-6 points further under than 1F1B, as "
+        "the paper's own Table 5 bubble rates over-predict 1F1B-I's speedup by 4.5-8.6 %; the fork overlaps "
+        "1F1B-I's Send/Recv, which is priced blocking here"),
+    ("ZeroBubble_Qi2024_T4", "peak_memory"): (
+        "-6 % on average once the gradients are the fp16 main_grad the fork keeps (2 B per parameter, not "
+        "4; before: -3 %): 1F1B rows -5...-10 %, more uniform across sizes than before (-9...0 %), so a missing "
+        "term remains that is not the gradient buffer; the optimizer's fp32 gradient copies are released after "
+        "each step (optimizer.py pre_step), and the basis of the paper's 'Memory (GB)' is not stated"),
     ("FlagPerf_nvidia_llama3_8B-megatron", "peak_memory"): (
         "NCCL communicator buffers, dropout masks and Megatron-Core's process groups are counted on the "
         "nvidia-smi basis; what is left pulls both ways: TP-heavy A800 rows under (-12/-18 %) and PP 4/8 rows "
