@@ -41,7 +41,8 @@ class SimulationResult:
     schedule: Schedule
     execution: Execution
     timing: Timing
-    analytic: Any = None  # distcalc.collective.CollectiveCost
+    analytic: Any = None  # distcalc.collective.CollectiveCost of the simulated schedule (finite k if pipelined)
+    ideal: Any = None  # the k → ∞ spec formula (F18/H03/F20) of a pipelined tree algorithm; None otherwise
 
     @property
     def verified(self) -> bool:
@@ -106,6 +107,8 @@ class SimulationResult:
                        analytic_bytes_sent_per_gpu=float(a.bytes_sent_per_gpu),
                        analytic_latency_term_s=float(a.latency_term_s),
                        analytic_bandwidth_term_s=float(a.bandwidth_term_s), formula_id=a.formula_id)
+        if self.ideal is not None:
+            out.update(ideal_time_s=float(self.ideal.time_s), ideal_formula_id=self.ideal.formula_id)
         return out
 
 
@@ -144,8 +147,13 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
              mode: TimingMode | str = TimingMode.STEP) -> SimulationResult:
     """Generate, execute, verify, route and time one collective; attach the analytic cost of the same
     algorithm. ``algorithm="auto"`` simulates the algorithm the analytic model picks. ``mode``: ``step``
-    (synchronous steps) or ``event`` (chunk-level events per link, pipelined schedules overlap)."""
+    (synchronous steps) or ``event`` (chunk-level events per link, pipelined schedules overlap).
+
+    The pipelined tree algorithms (double binary tree, chain + DBT, in-network reduction) run k segments; their
+    analytic cost is then the finite-k form of :mod:`distcalc.collective.pipelined_tree` at the schedule's k,
+    and ``result.ideal`` keeps the k → ∞ spec formula (F18/H03/F20), which the schedule approaches from above."""
     from distcalc.collective import collective_cost, parse_algorithm, parse_kind
+    from distcalc.collective.pipelined_tree import segmented_cost
 
     mode = parse_mode(mode)
     kind = parse_kind(kind)
@@ -171,5 +179,10 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
         execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify, mode)
     except MemoryError:  # the exact size is known only while generating: report it, never a traceback
         raise out_of_memory(kind.value, name, topo.gpus) from None
-    return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic)
+    ideal = None
+    if "segments" in schedule.notes:
+        finite = segmented_cost(kind, float(size_bytes), topo, analytic.algorithm, int(schedule.notes["segments"]))
+        if finite is not None:
+            ideal, analytic = analytic, finite
+    return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic, ideal)
 
