@@ -132,27 +132,36 @@ def pipelined_trees_allreduce(trees: list[PipelinedTree], segments: int, m: Any,
     steps = tree_steps(trees, segments)
     if gpus <= 1 or steps == 0:
         return zero_terms(m)
-    # load[t, gpu, direction (0 out, 1 in), tier (0 intra, 1 inter)] in units of M/k
-    load = np.zeros((steps + 1, gpus, 2, 2))
-    crosses = np.zeros(steps + 1)
+    src, dst, tier, share, first = [], [], [], [], []
     for tree in trees:
         depth = tree_depths(tree.parent)
         d_max = int(depth.max())
         child = np.flatnonzero(tree.parent >= 0)
         par = tree.parent[child]
-        tier = (child // gpus_per_node != par // gpus_per_node).astype(np.int64)
-        for src, dst, first in ((child, par, d_max - depth[child]), (par, child, d_max + depth[par])):
-            for offset in range(segments):  # steps first + offset, one segment of share·M/k per transfer
-                np.add.at(load, (first + offset, src, 0, tier), tree.share)
-                np.add.at(load, (first + offset, dst, 1, tier), tree.share)
-                np.add.at(crosses, first + offset, tier)
-    load, crosses = load[:steps], crosses[:steps]
-    per_byte = np.max(load[..., 0] / b1, axis=(1, 2)) if gpus_per_node >= gpus else np.maximum(
-        np.max(load[..., 0] / b1, axis=(1, 2)), np.max(load[..., 1] / b2, axis=(1, 2)))
-    alpha = float(np.where(crosses > 0, a2, a1).sum())
-    sent = float(load[:, :, 0, :].sum(axis=(0, 2)).max())
+        crossing = (child // gpus_per_node != par // gpus_per_node).astype(np.int64)
+        for frm, to, start in ((child, par, d_max - depth[child]), (par, child, d_max + depth[par])):
+            src.append(frm), dst.append(to), tier.append(crossing), first.append(start)
+            share.append(np.full(child.size, tree.share))
+    src, dst, tier, share, first = (np.concatenate(x) for x in (src, dst, tier, share, first))
+    # every transfer is active on steps first … first + k − 1: the loads are constant between breakpoints
+    cuts = np.unique(np.concatenate([first, first + segments, [0, steps]]))
+    span = np.diff(cuts).astype(float)  # steps in each interval [cuts[j], cuts[j+1])
+    on, off = np.searchsorted(cuts, first), np.searchsorted(cuts, first + segments)
+    load = np.zeros((cuts.size, gpus, 2, 2))  # [interval, gpu, out/in, intra/inter] in units of M/k
+    crosses = np.zeros(cuts.size)
+    for edge, sign in ((on, 1.0), (off, -1.0)):
+        np.add.at(load, (edge, src, 0, tier), sign * share)
+        np.add.at(load, (edge, dst, 1, tier), sign * share)
+        np.add.at(crosses, edge, sign * tier)
+    load, crosses = np.cumsum(load, axis=0)[:-1], np.cumsum(crosses)[:-1]
+    per_byte = np.max(load[..., 0] / b1, axis=(1, 2))
+    if gpus_per_node < gpus:
+        per_byte = np.maximum(per_byte, np.max(load[..., 1] / b2, axis=(1, 2)))
+    alpha = float((span * np.where(crosses > 0.5, a2, a1)).sum())
+    sent = float((span[:, None] * load[:, :, 0, :].sum(axis=2)).sum(axis=0).max())
     m_arr = m if isinstance(m, float) else np.asarray(m, dtype=float)
-    return Terms(steps, alpha + 0 * m_arr, float(per_byte.sum()) * m_arr / segments, sent * m_arr / segments)
+    return Terms(steps, alpha + 0 * m_arr, float((span * per_byte).sum()) * m_arr / segments,
+                 sent * m_arr / segments)
 
 
 def dbt_allreduce_segments(n: int, m: Any, b: float, a: float, segments: int) -> Terms:
