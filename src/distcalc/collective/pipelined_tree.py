@@ -5,9 +5,9 @@ F18, H03 and F20 in docs/spec/collectives.md price these algorithms at k → ∞
 steady-state egress of the busiest GPU, their α term one pass through the tree). NCCL runs them with a finite
 k: its Tree/Simple AllReduce cuts each channel's share of the buffer into chunks of at most
 buffSize/NCCL_STEPS (512 KiB) and halves the chunk while a channel has fewer than 8·depth, 4·depth, then
-depth chunks (down to 128, 64, 32 KiB) — NVIDIA/nccl ``src/enqueue.cc``, the ``ncclPatternTreeUpDown``
-chunk-size loop ("Optimize chunkSize / nSteps"), present from the 2.7-era ``treeMode`` code to the
-``work->lastChunkSize`` form of the 2.1x/2.2x releases. At that k the pipeline's fill and drain are not
+depth chunks (down to 128, 64, 32 KiB) — NVIDIA/nccl v2.17.1-1 (git 5d3ab08) ``src/enqueue.cc``
+``computeColl``, the ``ncclPatternTreeUpDown`` chunk-size loop ("Optimize chunkSize / nSteps"; the same loop
+is in the 2.7-era ``treeMode`` code). At that k the pipeline's fill and drain are not
 negligible, so this module gives the finite-k form the simulator's schedules can be checked against.
 
 The schedule (level-synchronous pipelining of every tree, Sanders, Speck & Träff, "Two-tree algorithms for full
