@@ -39,6 +39,12 @@ def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
     console.print("steps: simulated/analytic; sim/ana = simulated time / analytic time; busiest link = the link "
                   "busy longest (bytes / bandwidth)")
     for r in results:
+        if r.spec is not None:
+            what = (f"at the schedule's k = {r.schedule.notes['segments']} segments; the k → ∞"
+                    if "segments" in r.schedule.notes else "without phase barriers; the phase-synchronous")
+            console.print(f"{r.algorithm}: analytic = {r.analytic.formula_id} {what} {r.spec.formula_id} gives "
+                          f"{format_time(float(r.spec.time_s))}")
+    for r in results:
         if not r.verified:
             console.print(f"[red]{r.execution.message}[/red]")
     if plot:
