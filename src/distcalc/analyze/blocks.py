@@ -161,7 +161,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     msgs = (tp_msgs
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, act, tp, cp, ulysses, rc,
                                 allgather)
-            + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, moe_slot_factor(o), cp, rc)
+            + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, moe_slot_factor(o), cp, rc,
+                                 int(o.moe_dispatch_probs))
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, act, tp, sp, cp)
     priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists

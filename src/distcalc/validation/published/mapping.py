@@ -360,6 +360,9 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
         cross_entropy=cross_entropy_kernel(run),
+        # Megatron-LM@23e00ed (core_r0.14.0 branch), the only pinned-commit mcore rows: its AllToAll dispatcher
+        # sends the routing probabilities in their own AllToAll (moe/token_dispatcher.py, token_dispatch)
+        moe_dispatch_probs=megatron_launched(run),
         # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
         # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
         **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,
