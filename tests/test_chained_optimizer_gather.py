@@ -63,3 +63,38 @@ def test_dispatcher_sends_the_routing_probabilities_in_their_own_alltoall():
     added = on.time_breakdown["ep_exposed_s"] - off.time_breakdown["ep_exposed_s"]
     assert added == pytest.approx(sum(m["exposed_s"] for m in rows), rel=1e-6)
     assert added > 0
+
+
+def test_router_kernels_are_the_counted_parts():
+    """Megatron-Core's unfused router: top-k always, the group-limited selection, the capacity mask and the
+    auxiliary loss where they run; each kernel costs at least the device's per-kernel overhead."""
+    from distcalc.compute import load_device
+    from distcalc.compute.moe import (ROUTER_AUX_LOSS_KERNELS, ROUTER_CAPACITY_KERNELS,
+                                      ROUTER_GROUP_LIMITED_KERNELS, ROUTER_TOPK_KERNELS, router_kernel_counts,
+                                      router_times)
+    from distcalc.hardware import load_gpu
+
+    assert router_kernel_counts(False, False, False) == ROUTER_TOPK_KERNELS == (12, 5)
+    assert router_kernel_counts() == (18, 6)  # capacity-bound by default
+    full = router_kernel_counts(True, True, True)
+    assert full == tuple(sum(p) for p in zip(ROUTER_TOPK_KERNELS, ROUTER_GROUP_LIMITED_KERNELS,
+                                             ROUTER_CAPACITY_KERNELS, ROUTER_AUX_LOSS_KERNELS)) == (45, 15)
+    device = load_device(load_gpu("b200"))
+    f, b = router_times(device, 4096, 160, full)
+    assert float(f) == pytest.approx(45 * (device.kernel_overhead_s + 4 * 4096 * 160 / device.memory_bandwidth_bytes_per_s))
+    assert float(b) == pytest.approx(15 * (device.kernel_overhead_s + 4 * 4096 * 160 / device.memory_bandwidth_bytes_per_s))
+
+
+def test_deepseek_rows_run_the_group_limited_router_with_its_sequence_aux_loss():
+    """SimuMax's DeepSeek rows: group-limited top-k (moe_detail) and the launcher's seq_aux_loss; their step
+    time grows by the added router kernels of each MoE layer and micro-batch."""
+    from distcalc.validation.published import comparisons
+
+    row = next(c for c in comparisons() if c.run.case_id == "simumax_b200_deepseekv2_tp1_ep8_pp1_dp8_l4_mbc4_cef")
+    o = row.inputs.options
+    assert o.moe_router_group_limited and o.moe_aux_loss
+    plain = o.model_copy(update=dict(moe_router_group_limited=False, moe_aux_loss=False))
+    i = row.inputs
+    r_full = analyze(i.spec, i.cluster, i.config, o)
+    r_plain = analyze(i.spec, i.cluster, i.config, plain)
+    assert r_full.time_breakdown["compute_s"] > r_plain.time_breakdown["compute_s"]

@@ -28,6 +28,7 @@ from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
+from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
 from distcalc.shaped import float_of_shape
@@ -147,7 +148,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
                 ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
-    moe = layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o)) if d.moe_layers else None
+    router = router_kernel_counts(o.moe_router_group_limited, o.moe_load_imbalance is None, o.moe_aux_loss)
+    moe = (layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o), router_kernels=router)
+           if d.moe_layers else None)
     frac = d.moe_layers / d.layers
     slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
     out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (

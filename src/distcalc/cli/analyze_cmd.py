@@ -192,6 +192,18 @@ def register(app: typer.Typer) -> None:
             min=1.0, max=64.0, rich_help_panel=P, show_default=False,
             help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
                  "capacity factor) [default: padded to capacity]")] = None,
+        moe_router_group_limited: Annotated[bool, typer.Option(
+            "--moe-router-group-limited/--no-moe-router-group-limited", rich_help_panel=P, show_default=False,
+            help="MoE router selects experts within its best groups first (Megatron-Core --moe-router-num-groups "
+                 "/ --moe-router-group-topk; DeepSeek) [default: off]")] = False,
+        moe_aux_loss: Annotated[bool, typer.Option(
+            "--moe-aux-loss/--no-moe-aux-loss", rich_help_panel=P, show_default=False,
+            help="MoE router computes an auxiliary load-balancing loss (--moe-aux-loss-coeff > 0) "
+                 "[default: off, Megatron-Core's coefficient 0]")] = False,
+        moe_dispatch_probs: Annotated[bool, typer.Option(
+            "--moe-dispatch-probs/--no-moe-dispatch-probs", rich_help_panel=P, show_default=False,
+            help="MoE AllToAll dispatcher sends the routing probabilities in their own AllToAll (Megatron-Core "
+                 ">= 0.13) [default: off]")] = False,
         gpu_speed_cv: GpuSpeedCvOption = DEFAULT_GPU_SPEED_CV,
         overlap_slowdown: Annotated[float, typer.Option(
             min=0.0, max=0.99, rich_help_panel=S, show_default=False,
