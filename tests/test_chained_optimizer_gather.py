@@ -33,6 +33,8 @@ def test_moe_model_pays_the_parameter_gather_twice():
     assert len(ag) == 1 and ag[0]["count"] == 2
     assert twice - once == pytest.approx(ag[0]["time_s"] / 2, rel=1e-9)
     assert twice > once > 0
+    dp = [o for o in report.overlaps if o["dim"] == "dp"]
+    assert len(dp) == 1 and "x2" in dp[0]["collectives"]  # the overlaps report says why the gather costs twice
 
 
 def test_dense_model_gathers_once():
@@ -41,6 +43,7 @@ def test_dense_model_gathers_once():
     assert off == pytest.approx(on, rel=1e-12)
     ag = [m for m in report.communication if m["note"] == "updated-parameter AllGather"]
     assert len(ag) == 1 and ag[0]["count"] == 1
+    assert not [o for o in report.overlaps if "x2" in o["collectives"]]
 
 
 def test_dispatcher_sends_the_routing_probabilities_in_their_own_alltoall():
