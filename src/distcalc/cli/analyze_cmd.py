@@ -148,6 +148,12 @@ def _oom_line(report: StepReport, gpu_memory_bytes: float) -> str:
 M, C, P, B, S, X = "model", "cluster", "parallelism", "batch", "schedule", "output"
 
 
+def _off_by_default(name: str, help_text: str) -> Any:
+    """A ``--name/--no-name`` switch of the parallelism panel, off unless given."""
+    return typer.Option(f"--{name}/--no-{name}", rich_help_panel=P, show_default=False,
+                        help=help_text + " [default: off]")
+
+
 def register(app: typer.Typer) -> None:
     """Add the ``analyze`` command."""
 
@@ -192,6 +198,15 @@ def register(app: typer.Typer) -> None:
             min=1.0, max=64.0, rich_help_panel=P, show_default=False,
             help="MoE dropless routing: routed tokens of the busiest EP rank / the mean (>= 1; replaces the "
                  "capacity factor) [default: padded to capacity]")] = None,
+        moe_router_group_limited: Annotated[bool, _off_by_default(
+            "moe-router-group-limited", "MoE router selects experts within its best groups first (Megatron-Core "
+            "--moe-router-num-groups / --moe-router-group-topk; DeepSeek)")] = False,
+        moe_aux_loss: Annotated[bool, _off_by_default(
+            "moe-aux-loss", "MoE router computes an auxiliary load-balancing loss (--moe-aux-loss-coeff > 0; "
+            "Megatron-Core's default coefficient is 0)")] = False,
+        moe_dispatch_probs: Annotated[bool, _off_by_default(
+            "moe-dispatch-probs", "MoE AllToAll dispatcher sends the routing probabilities in their own AllToAll "
+            "(Megatron-Core >= 0.13)")] = False,
         gpu_speed_cv: GpuSpeedCvOption = DEFAULT_GPU_SPEED_CV,
         overlap_slowdown: Annotated[float, typer.Option(
             min=0.0, max=0.99, rich_help_panel=S, show_default=False,

@@ -204,12 +204,13 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
                 flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
-                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0) -> LayerTimes:
+                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0,
+                router_kernels: tuple[int, int] | None = None) -> LayerTimes:
     """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
     how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``).
     MoE: each local expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so
     the GEMMs and the permute move the padding too), and the router and permute kernels are
-    :mod:`distcalc.compute.moe`'s."""
+    :mod:`distcalc.compute.moe`'s (``router_kernels``: its (forward, backward) kernel counts)."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
@@ -231,7 +232,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         act_elements = tokens * (dims.experts_per_token * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
         dispatch_tokens = np.where(sp, np.divide(tokens, t), tokens)  # the dispatcher's tokens (SP-sharded)
         perm_f, perm_b = permute_times(device, dispatch_tokens, dims.experts_per_token, h, capacity_factor, ep, local)
-        router_f, router_b = router_times(device, tokens, dims.experts)
+        router_f, router_b = router_times(device, tokens, dims.experts, router_kernels)
         moe_f, moe_b = perm_f + router_f, perm_b + router_b
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]

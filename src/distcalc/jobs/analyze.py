@@ -75,6 +75,10 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
     moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
                                                 description="MoE dropless: busiest EP rank / mean routed tokens")
+    moe_router_group_limited: bool = Field(False, description="MoE router: group-limited top-k (DeepSeek)")
+    moe_aux_loss: bool = Field(False, description="MoE router: auxiliary load-balancing loss computed")
+    moe_dispatch_probs: bool = Field(False, description="MoE: routing probabilities sent in their own AllToAll "
+                                     "(Megatron-Core >= 0.13)")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
                                     description="compute slowdown beside an overlapped DP/FSDP/CP collective")
@@ -148,6 +152,8 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              cp_algorithm=request.cp_algorithm,
                              moe_capacity_factor=request.moe_capacity_factor,
                              moe_load_imbalance=request.moe_load_imbalance,
+                             moe_router_group_limited=request.moe_router_group_limited,
+                             moe_aux_loss=request.moe_aux_loss, moe_dispatch_probs=request.moe_dispatch_probs,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,

@@ -101,8 +101,8 @@ from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          attention_kernel, cross_entropy_kernel,
                                                          elementwise_kernels, legacy_megatron, main_grad_dtype,
-                                                         megatron_core,
-                                                         megatron_launched)
+                                                         megatron_core, megatron_launched, moe_aux_loss,
+                                                         moe_router_group_limited)
 
 # The system each GPU of the development set comes in (clusters.yaml).
 CLUSTER_OF_GPU: dict[str, str] = {
@@ -366,6 +366,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
         cross_entropy=cross_entropy_kernel(run),
+        # Megatron-LM@23e00ed (core_r0.14.0 branch), the only pinned-commit mcore rows: its AllToAll dispatcher
+        # sends the routing probabilities in their own AllToAll (moe/token_dispatcher.py, token_dispatch)
+        moe_dispatch_probs=megatron_launched(run),
+        moe_router_group_limited=moe_router_group_limited(run), moe_aux_loss=moe_aux_loss(run),
         # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
         # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
         **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,

@@ -112,3 +112,17 @@ def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
     if "Megatron-Bridge" in run.framework:
         return CrossEntropyKernel.NATIVE_FUSED
     return CrossEntropyKernel.UNFUSED
+
+
+def moe_router_group_limited(run: PublishedRun) -> bool:
+    """The row's router selects experts within the best groups first: its ``moe_detail`` says so ("router
+    group-topk 3 with groups=EP": Megatron-Core ``--moe-router-num-groups`` / ``--moe-router-group-topk``)."""
+    return "group-topk" in (run.moe_detail or "")
+
+
+def moe_aux_loss(run: PublishedRun) -> bool:
+    """The row's router computes an auxiliary load-balancing loss. SimuMax's DeepSeek launcher passes
+    ``--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 3e-3`` (MooreThreads/SimuMax@4dcaae5
+    ``simu_tools/megatron_scripts/scripts/run_pretrain_deepseekv2.sh``, ``MOE_ARGS``); other rows do not state
+    one, and Megatron-Core's default coefficient is 0."""
+    return run.source.startswith("SimuMax") and bool(run.moe_detail)
