@@ -127,6 +127,12 @@ def rail_ring_rs(g: int, nodes: int) -> tuple[Rows, int, bool]:
     return reduce_scatter_rows(rings, bundles, RingMode.UNI), g * nodes * g, aligned
 
 
+def rail_ring_channels(chunk: np.ndarray, g: int) -> np.ndarray:
+    """The ring (NCCL channel) of every row of an H02 schedule: chunk = owner·g + k rides ring k
+    (:func:`rail_ring_rs`; the AllGather half is its reversal on the same chunks)."""
+    return np.asarray(chunk) % g
+
+
 def hierarchical_plan(kind: str, algorithm: str, g: int, nodes: int, segments: int) -> Plan:
     """Every (collective, algorithm) of a two-level cluster with g GPUs per node."""
     n, shape = g * nodes, (g, nodes)
