@@ -26,23 +26,33 @@ REL = 1e-9
 
 
 def _run(g: int, nodes: int, kind: str, size_bytes: float):
+    """(simulation in event mode, its timing with one Hockney queue per link, its timing with channels)."""
     topo = make_topology("hierarchical", g * nodes, gpus_per_node=g, **HIER)
     result = simulate(kind, size_bytes, topo, "rail-ring", verify=False, mode="event")
+    hockney = time_events(result.schedule, topo)
     channels = time_events(result.schedule, topo, rail_ring_channels(result.schedule.chunk, g))
-    return result, channels
+    return result, hockney, channels
+
+
+def test_event_mode_runs_rail_rings_as_channels():
+    result, _, channels = _run(4, 3, "all-reduce", float(1 << 20))
+    assert result.schedule.notes["ring_channels"] == 4
+    assert result.time_s == channels.time_s
+    assert result.timing.latency_term_s == channels.latency_term_s
 
 
 @pytest.mark.parametrize("g,nodes", TWO_LEVEL)
 @pytest.mark.parametrize("kind", KINDS)
 def test_latency_path_crosses_the_network_once_per_node_and_phase(g, nodes, kind):
     """At 1 MiB the α part of the critical path is one chunk's walk: phases·n hops at α2, the rest at α1."""
-    result, channels = _run(g, nodes, kind, float(1 << 20))
+    result, hockney, channels = _run(g, nodes, kind, float(1 << 20))
     phases, n = (2 if kind == "all-reduce" else 1), g * nodes
     inter = phases * nodes
     assert channels.latency_term_s == pytest.approx(inter * A2 + (phases * (n - 1) - inter) * A1, rel=REL)
     # one Hockney queue per link: α2 on every step (the disagreement this mode explains)
-    assert result.timing.latency_term_s == pytest.approx(result.steps * A2, rel=REL)
-    assert channels.time_s < result.time_s
+    assert hockney.latency_term_s == pytest.approx(result.steps * A2, rel=REL)
+    assert hockney.bandwidth_term_s == pytest.approx(result.analytic.bandwidth_term_s, rel=REL)
+    assert channels.time_s < hockney.time_s
 
 
 @pytest.mark.parametrize("g,nodes", TWO_LEVEL)
@@ -50,7 +60,7 @@ def test_latency_path_crosses_the_network_once_per_node_and_phase(g, nodes, kind
 def test_bandwidth_bound_ring_has_the_formula_bandwidth_and_one_network_alpha_per_phase(g, nodes, kind):
     """At 1 GB the busiest queue's serialisation is H02's bandwidth term exactly; H02 (α of a walk added to
     the busiest link's time) is then above the executed schedule, whose α is one inter-node α per phase."""
-    result, channels = _run(g, nodes, kind, 1e9)
+    result, _, channels = _run(g, nodes, kind, 1e9)
     phases = 2 if kind == "all-reduce" else 1
     assert channels.bandwidth_term_s == pytest.approx(result.analytic.bandwidth_term_s, rel=REL)
     assert channels.latency_term_s == pytest.approx(phases * A2, rel=REL)
@@ -62,16 +72,16 @@ def test_bandwidth_bound_ring_has_the_formula_bandwidth_and_one_network_alpha_pe
 def test_one_hop_class_is_the_same_in_both_modes(g, nodes, kind):
     """One link class: a chunk's walk and the busiest queue collect the same α per step, so channels change
     nothing (and both equal H02 exactly)."""
-    result, channels = _run(g, nodes, kind, float(1 << 20))
-    assert channels.time_s == pytest.approx(result.time_s, rel=REL, abs=1e-15)
-    assert channels.latency_term_s == pytest.approx(result.timing.latency_term_s, rel=REL, abs=1e-15)
+    result, hockney, channels = _run(g, nodes, kind, float(1 << 20))
+    assert channels.time_s == pytest.approx(hockney.time_s, rel=REL, abs=1e-15)
+    assert channels.latency_term_s == pytest.approx(hockney.latency_term_s, rel=REL, abs=1e-15)
     assert channels.time_s == pytest.approx(result.analytic.time_s, rel=REL, abs=1e-15)
 
 
 def test_link_bytes_are_the_same_in_both_modes():
-    result, channels = _run(4, 3, "all-reduce", float(1 << 20))
-    assert np.allclose(channels.link_bytes, result.timing.link_bytes)
-    assert np.allclose(channels.step_max_link_bytes, result.timing.step_max_link_bytes)
+    _, hockney, channels = _run(4, 3, "all-reduce", float(1 << 20))
+    assert np.allclose(channels.link_bytes, hockney.link_bytes)
+    assert np.allclose(channels.step_max_link_bytes, hockney.step_max_link_bytes)
 
 
 def test_channel_ids_must_cover_every_row():

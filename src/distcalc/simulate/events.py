@@ -155,7 +155,10 @@ def time_events(schedule: Schedule, topo: Topology, channel: np.ndarray | None =
             _scatter_max(end, end_alpha, entry_message, row_start[entry_row] + service[entry_message],
                          row_start_alpha[entry_row])
         free[used], free_alpha[used] = end, end_alpha
-        np.add.at(link_bytes, physical, size_bytes)
+        if channel is None:
+            link_bytes[used] += size_bytes
+        else:
+            np.add.at(link_bytes, physical, size_bytes)
         step_max_link_bytes[s] = link_step_bytes.max()
         _scatter_max(ready, ready_alpha, arr[rows], arrival, arrival_alpha)
         last = int(np.argmax(arrival))

@@ -142,7 +142,7 @@ def hierarchical_plan(kind: str, algorithm: str, g: int, nodes: int, segments: i
         return Plan(_finish(kind, sequential_reduce_scatter_rows(shape, [0, 1], uni, 1)), n)
     if kind in SHORT and algorithm in ("rail-ring", "nccl-ring"):  # H02 (NCCL model: same schedule)
         rs, chunks, aligned = rail_ring_rs(g, nodes)
-        return Plan(_finish(kind, rs), chunks, notes={"rail_aligned": aligned})
+        return Plan(_finish(kind, rs), chunks, notes={"rail_aligned": aligned, "ring_channels": g})
     if kind == "all-reduce" and algorithm == "astra-baseline":  # H04: full AR per dimension
         c = np.arange(n)
         intra = reduce_scatter_rows(locals_, np.broadcast_to(c.reshape(g, nodes), (nodes, g, nodes)), RingMode.UNI)
