@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from distcalc.simulate import simulate
 from distcalc.simulate.events import time_events
@@ -91,3 +93,20 @@ def test_channel_ids_must_cover_every_row():
         time_events(schedule, topo, np.zeros(3, dtype=int))
     with pytest.raises(ValueError, match="non-negative"):
         time_events(schedule, topo, -np.ones(schedule.src.size, dtype=int))
+
+
+@settings(max_examples=30, deadline=None)
+@given(g=st.integers(2, 6), nodes=st.integers(2, 5), size_bytes=st.floats(1e3, 1e9),
+       kind=st.sampled_from(KINDS))
+def test_channel_time_lies_between_the_busiest_queue_and_the_additive_walk(g, nodes, kind, size_bytes):
+    """Any path of the event DAG collects at most every step's largest service and at most one walk's α; the
+    busiest (link, ring) queue alone serves a message every step: so H02's bandwidth term + α1 ≤ T ≤ H02's
+    bandwidth term + the walk's α, and never above one Hockney queue per link."""
+    result, hockney, channels = _run(g, nodes, kind, size_bytes)
+    phases, n = (2 if kind == "all-reduce" else 1), g * nodes
+    inter = phases * nodes
+    walk = inter * A2 + (phases * (n - 1) - inter) * A1
+    bandwidth = result.analytic.bandwidth_term_s
+    assert bandwidth + A1 <= channels.time_s * (1 + REL)
+    assert channels.time_s <= (bandwidth + walk) * (1 + REL)
+    assert channels.time_s <= hockney.time_s * (1 + REL)
