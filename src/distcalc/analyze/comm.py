@@ -150,7 +150,10 @@ def placements(cluster: ClusterSpec, dim: Dim, key: GroupKey,
     """(inverse index per configuration, placement per distinct (size, stride)). ``memo``: a dict shared
     by the calls of ONE evaluation on ``cluster`` (each placement is then built once per evaluation)."""
     codes = _encode(key.size, key.stride)
-    unique, inverse = np.unique(codes.ravel(), return_inverse=True)
+    if codes.size == 1:  # one configuration (analyze): one group
+        unique, inverse = codes.ravel(), np.zeros(codes.shape, dtype=np.intp)
+    else:
+        unique, inverse = np.unique(codes.ravel(), return_inverse=True)
     memo = {} if memo is None else memo
     groups = []
     for u in unique.tolist():

@@ -127,7 +127,7 @@ class DeviceCompute:
 
 
 def _ceil_div(a: ArrayLike, b: float, xp: Any = np) -> ArrayLike:
-    return xp.ceil(xp.divide(a, b))
+    return xp.ceil(a / b)  # true division: np.divide on arrays, correctly rounded on Python numbers
 
 
 def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float,
