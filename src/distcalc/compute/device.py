@@ -126,10 +126,6 @@ class DeviceCompute:
         return self.hbm_bandwidth_bytes_per_s * self.memory_efficiency
 
 
-def _ceil_div(a: ArrayLike, b: float, xp: Any = np) -> ArrayLike:
-    return xp.ceil(a / b)  # true division: np.divide on arrays, correctly rounded on Python numbers
-
-
 def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float,
                     operand_bytes: float = 2.0) -> float:
     """ρ(tile) = min(1, I_tile·B_L2/P), I_tile = 2·tm·tn/((tm+tn)·e) FLOP/byte (e bytes per operand)."""
@@ -161,10 +157,11 @@ def _tile_axis(peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: floa
 
 def _tile_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int, tm: ArrayLike,
                  tn: ArrayLike, tile_flops: ArrayLike, peak_rho: ArrayLike, xp: Any) -> tuple[ArrayLike, ArrayLike]:
-    """(tiles, main-loop time at η_core = 1) of the ``tm × tn`` tile: ``⌈tiles/S⌉ · 2·tm·tn·k·S / (P·ρ)``."""
-    tiles = xp.multiply(batch, _ceil_div(m, tm, xp) * _ceil_div(n, tn, xp))
-    waves = _ceil_div(tiles, sm_count, xp)
-    return tiles, waves * tile_flops * xp.asarray(k, dtype=float) * sm_count / peak_rho
+    """(tiles, main-loop time at η_core = 1) of the ``tm × tn`` tile: ``⌈tiles/S⌉ · 2·tm·tn·k·S / (P·ρ)``
+    (``k`` a float)."""
+    tiles = batch * (xp.ceil(m / tm) * xp.ceil(n / tn))
+    waves = xp.ceil(tiles / sm_count)
+    return tiles, waves * tile_flops * k * sm_count / peak_rho
 
 
 def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
@@ -176,6 +173,7 @@ def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     With NumPy every tile at once (the tiles a leading axis of the arrays); with ``xp`` =
     :data:`distcalc.ops.SCALAR` (one problem in Python numbers) tile by tile."""
     table, n_large = _tile_table(peak_flops_per_s, l2_bandwidth, operand_bytes)
+    k = xp.asarray(k, dtype=float)
     if xp is np:
         ndim = max(np.ndim(batch), np.ndim(m), np.ndim(n), np.ndim(k))
         tiles, time = _tile_time_s(batch, m, n, k, sm_count,
