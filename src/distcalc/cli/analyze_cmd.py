@@ -274,7 +274,7 @@ def register(app: typer.Typer) -> None:
             if values["global_batch"] is None:
                 header["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
-            from distcalc.plots_analyze import plot_analysis
+            from distcalc.render.plots.analyze import plot_analysis
 
             plot_analysis(report, plot)
 

@@ -141,7 +141,7 @@ def collectives_command(
                                backend=job["backend"], world_size=len(results), device=device)
     payload["output_file"] = _write(payload, output)
     if plot:
-        from distcalc.bench.plot import plot_busbw
+        from distcalc.render.plots.bench import plot_busbw
 
         payload["plot_file"] = str(plot_busbw(rows, plot))
     if json_output:

@@ -62,7 +62,7 @@ def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[st
     from distcalc.collective.busbw import busbw_factor
     from distcalc.collective.nccl_cluster import nccl_system
     from distcalc.collective.nccl_launch import nccl_tests_period_s
-    from distcalc.plots_collective import plot_busbw_overlay
+    from distcalc.render.plots.collective import plot_busbw_overlay
 
     series: dict[str, tuple[list[float], list[float]]] = {}
     for index, fit in enumerate(f for f in fits if f.get("source") == "nccl-tests"):

@@ -61,7 +61,7 @@ def topology_summary(topo: Topology) -> str:
 
 
 def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src: int, dst: int) -> None:
-    from distcalc.plots_collective import plot_time_vs_size
+    from distcalc.render.plots.collective import plot_time_vs_size
 
     sweep = sizes if len(sizes) > 1 else parse_size_range(DEFAULTS["plot_sweep"])
     series: dict[str, list] = {}

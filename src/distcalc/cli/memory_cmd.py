@@ -23,21 +23,9 @@ from distcalc.memory import MemoryReport, Recipe
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
+from distcalc.render.memory_lines import stage_lines
 from distcalc.units import format_size
 
-# Stacked-bar segments of the plot / rows of the table: (label, stage fields summed)
-SEGMENTS = (
-    ("weights", ("weights_bytes",)),
-    ("gradients", ("gradients_bytes",)),
-    ("optimizer", ("optimizer_bytes",)),
-    ("layer activations", ("layer_activations_bytes",)),
-    ("recompute workspace", ("recompute_workspace_bytes",)),
-    ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
-    ("loss workspace", ("loss_workspace_bytes",)),
-    ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
-    ("allocator reserve", ("allocator_reserve_bytes",)),
-    ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
-)
 MAX_STAGE_COLUMNS = 8
 
 
@@ -73,10 +61,7 @@ def _render(report: MemoryReport) -> None:
     stages = [report.stages[i] for i in columns]
     table.add_row("layers", *[str(st.layers) for st in stages])
     table.add_row("in-flight micro-batches", *[f"{st.in_flight_micro_batches:g}" for st in stages])
-    for label, fields in SEGMENTS:
-        values = [sum(getattr(st, f) for f in fields) for st in stages]
-        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
-            continue
+    for label, values in stage_lines(stages):
         table.add_row(label, *[format_size(v) for v in values])
     table.add_row("[bold]total[/bold]", *[f"[bold]{format_size(st.total_bytes)}[/bold]" for st in stages])
     console.print(table)
@@ -88,37 +73,6 @@ def _render(report: MemoryReport) -> None:
     verdict = "[green]fits[/green]" if report.fits else "[red]does not fit[/red]"
     console.print(f"worst stage {report.worst_stage}: {format_size(report.total_bytes)} of "
                   f"{format_size(report.gpu.memory_bytes)} on {report.gpu.name} -> {verdict}")
-
-
-def plot_memory(report: MemoryReport, path: Path) -> None:
-    """Stacked bar per pipeline stage (GiB), with the GPU's memory as a line."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    stages = report.stages
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * len(stages) + 4), 4.5))
-    bottom = [0.0] * len(stages)
-    x = [s.stage for s in stages]
-    for label, fields in SEGMENTS:
-        values = [sum(getattr(s, f) for f in fields) / 2**30 for s in stages]
-        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
-            continue
-        ax.bar(x, values, bottom=bottom, label=label)
-        bottom = [b + v for b, v in zip(bottom, values)]
-    if report.gpu is not None:
-        ax.axhline(report.gpu.memory_bytes / 2**30, color="black", linestyle="--", label=f"{report.gpu.name} memory")
-    top = max(bottom + ([report.gpu.memory_bytes / 2**30] if report.gpu is not None else []))
-    ax.set_ylim(0, top * 1.45)
-    ax.set_xticks(x)
-    ax.set_xlabel("pipeline stage")
-    ax.set_ylabel("GiB per GPU")
-    ax.set_title(f"{report.model_name}: memory per GPU by stage")
-    ax.legend(fontsize=7, loc="upper center", ncol=3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def _oom_line(report: MemoryReport) -> str:
@@ -205,6 +159,8 @@ def register(app: typer.Typer) -> None:
         if values["global_batch"] is None:
             settings["global_batch"]["origin"] = "micro-batch·dp·2pp"
         if plot is not None:
+            from distcalc.render.plots.memory import plot_memory
+
             plot_memory(report, plot)
 
         def render() -> None:

@@ -195,7 +195,7 @@ def register(app: typer.Typer) -> None:
             header["global_batch"]["origin"] = "one per GPU"
         written = write_csv(result, output) if output is not None else None
         if plot is not None:
-            from distcalc.plots_search import plot_search
+            from distcalc.render.plots.search import plot_search
 
             plot_search(result, plot)
         if values["json_output"]:

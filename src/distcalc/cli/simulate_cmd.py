@@ -95,7 +95,7 @@ def simulate_command(
     print_link_hardware(request, gpus, json_output)
     results, every = run_simulate(request, allow_files=True)
     if plot:
-        from distcalc.simulate.plot import plot_simulation
+        from distcalc.render.plots.simulate import plot_simulation
 
         plot_simulation(results[0], plot)
     if json_output:
