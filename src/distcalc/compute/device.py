@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
@@ -258,6 +259,28 @@ def compute_preset_entry(name: str) -> dict[str, Any]:
     return dict(_load_table()["gpus"].get(name) or {})
 
 
+class DropoutKernel(str, Enum):
+    """The fused attention kernel whose in-kernel dropout overhead a GPU preset takes (``compute.yaml``
+    ``attention_dropout_kernel``: what TransformerEngine's ``DotProductAttention`` runs on it by default; the
+    overheads and their measurements are in :mod:`distcalc.compute.attention`)."""
+
+    FLASH2 = "flash2"
+    CUDNN_SM90 = "cudnn-sm90"
+    CUDNN_SM100 = "cudnn-sm100"
+
+
+def dropout_kernel(name: str) -> DropoutKernel | None:
+    """The ``attention_dropout_kernel`` of GPU preset ``name`` (None where it has none: not measured)."""
+    value = compute_preset_entry(name).get("attention_dropout_kernel")
+    if value is None:
+        return None
+    try:
+        return DropoutKernel(value)
+    except ValueError:
+        raise ConfigError(f"compute preset {name!r}: attention_dropout_kernel {value!r} is not valid; valid: "
+                          f"{', '.join(k.value for k in DropoutKernel)}") from None
+
+
 def compute_preset_names() -> list[str]:
     """GPU names with compute-efficiency presets."""
     return sorted(_load_table()["gpus"])
@@ -284,6 +307,7 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     precision = _precision(dtype)
     operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
+    dropout_kernel(name)  # refuses a preset naming no measured kernel
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
                                      overlapped)
     return DeviceCompute(
