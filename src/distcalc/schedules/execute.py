@@ -145,11 +145,6 @@ class Program:
         first, last = self.first.tolist(), self.last.tolist()
         return row_plan(self.steps, first, last), row_plan(self.cross_steps, first, last)
 
-    @functools.cached_property
-    def kind_stage(self) -> list[tuple[int, int]]:
-        """Per operation (kind index, stage) as plain ints."""
-        return list(zip(self.kind.tolist(), self.stage.tolist()))
-
 
 def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
                ) -> tuple[np.ndarray, np.ndarray]:
@@ -274,7 +269,9 @@ def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> tu
     the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; and whether
     every duration is ≥ 0 (not NaN)."""
     table = _pass_table(stage_arrays)
-    rows = [table[kind, stage] for kind, stage in program.kind_stage]
+    views = list(table.reshape(-1, table.shape[2]))  # one view per (kind, stage), made once
+    stages = table.shape[1]
+    rows = [views[i] for i in (np.where(program.kind < 0, 3, program.kind) * stages + program.stage).tolist()]
     nonnegative = bool((table >= 0).all())
     pairs = np.flatnonzero(program.kind < 0)
     if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
