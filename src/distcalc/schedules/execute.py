@@ -86,10 +86,11 @@ _KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
 #: (:mod:`distcalc.schedules.row_runner`) instead of wave by wave; below it, whichever
 #: :func:`runs_waves` expects to be faster.
 WAVE_MAX_CONFIGURATIONS = 200
-#: Cost model of the two paths, measured here (benchmarks/search.py plans, 4–200 configurations, ZB-H2,
-#: ZB-V, DualPipe(V) on 2–32 devices): a wave costs about 4 µs plus 12.5 ns per operation and configuration
-#: (its gathers); one operation at a time about 0.9 µs per operation whatever the configurations.
-WAVE_COST_S, WAVE_ELEMENT_COST_S, ROW_OPERATION_COST_S = 4e-6, 12.5e-9, 0.9e-6
+#: Cost model of the two paths, measured here (ZB-H2, ZB-V, DualPipe(V) plans of 2,170–12,288 operations on
+#: 2–32 devices, 4–200 configurations, CPU time): a wave costs about 4.5 µs plus 12.5 ns per operation and
+#: configuration (its gathers); one operation at a time about 0.75 µs per operation whatever the
+#: configurations (1.4 µs on DualPipe(V), whose overlapped pairs take more calls).
+WAVE_COST_S, WAVE_ELEMENT_COST_S, ROW_OPERATION_COST_S = 4.5e-6, 12.5e-9, 0.75e-6
 
 
 def runs_waves(operations: int, waves: int, configurations: int) -> bool:
