@@ -212,14 +212,22 @@ def test_row_runner_and_waves_give_the_same_bits(name, p, m, v, sends, negative,
         assert [ends[k] for k in program.last.tolist()] == runs[False].last_end_s[:, column].tolist()
 
 
-@pytest.mark.parametrize("name", ["zb-v", "dualpipe", "zb-h2"])
-def test_row_plan_reuses_rows_without_overwriting_inputs(name):
-    """The row runner's rows: far fewer than the operations, and no operation writes a row it reads."""
+@pytest.mark.parametrize("name,p,m", [("zb-v", 8, 64), ("dualpipe", 8, 64), ("zb-h2", 8, 64), ("zb-h2", 32, 64)])
+def test_row_plan_reuses_rows_without_overwriting_inputs(name, p, m):
+    """The row runner's rows: fewer than the operations (without own-device inputs), and every input an operation reads still holds the
+    end of the operation it waits for (no later operation wrote that row in between, nor does the reader)."""
     from distcalc.schedules.execute import compile_plan
 
-    program = compile_plan(get_schedule(name).plan(8, 64))
-    for rows in program.row_plans:
-        assert rows.rows < len(program.ops) / 10
-        for w0, w1, _, w2, _, _, out in rows.steps:
-            assert out not in (w0, w1, w2) and out != 0
-        assert len(set(rows.first + rows.last)) == 2 * 8
+    program = compile_plan(get_schedule(name).plan(p, m))
+    K = len(program.ops)
+    for rows, own in ((program.row_plan_all_inputs, True), (program.row_plan_across, False)):
+        assert rows.rows < (K + 1 + 2 * p if own else K / 2)  # every input: a W may wait long for its B
+        holder = {0: K}  # row -> operation whose end it holds (row 0: zeros, "nothing to wait for")
+        for k, ((w0, w1, _, w2, _, _, out), (p0, p1, p2), (_, a1, a2)) in enumerate(
+                zip(rows.steps, program.waits.tolist(), program.across.tolist())):
+            expected = [(w0, p0)] + [(w, op) for w, op, a in ((w1, p1, a1), (w2, p2, a2)) if op < K and (own or a)]
+            assert [holder.get(w) for w, _ in expected] == [op for _, op in expected], k
+            assert out not in [w for w, _ in expected] and out != 0
+            holder[out] = k
+        assert [holder[r] for r in rows.first] == program.first.tolist()
+        assert [holder[r] for r in rows.last] == program.last.tolist()

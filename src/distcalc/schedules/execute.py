@@ -127,24 +127,26 @@ class Program:
 
     @functools.cached_property
     def steps(self) -> list[tuple[int, int, bool, int, bool, int]]:
-        """Per operation, as plain ints for the one-by-one loop: (previous operation on the device, input 1,
-        across 1, input 2, across 2, device); an absent input is −1."""
-        return [(w0, w1 if w1 < len(self.ops) else -1, a1, w2 if w2 < len(self.ops) else -1, a2, d)
-                for (w0, w1, w2), (_, a1, a2), d in
-                zip(self.waits.tolist(), self.across.tolist(), self.device.tolist())]
+        """Per operation, as plain ints: (previous operation on the device, K for none; input 1, input 2,
+        −1 for none; across 1, across 2; device)."""
+        K = len(self.ops)
+        w = self.waits
+        return list(zip(w[:, 0].tolist(), np.where(w[:, 1] < K, w[:, 1], -1).tolist(), self.across[:, 1].tolist(),
+                        np.where(w[:, 2] < K, w[:, 2], -1).tolist(), self.across[:, 2].tolist(),
+                        self.device.tolist()))
 
     @functools.cached_property
-    def cross_steps(self) -> list[tuple[int, int, bool, int, bool, int]]:
-        """:attr:`steps` without the inputs made on the operation's own device: such an input ended before the
-        device's previous operation did (the device runs its operations in order), so with durations ≥ 0 the
-        previous operation's end is the later one and the input changes no ready time."""
-        return [(w0, w1 if a1 else -1, a1, w2 if a2 else -1, a2, d) for w0, w1, a1, w2, a2, d in self.steps]
+    def row_plan_all_inputs(self) -> RowPlan:
+        """:func:`~distcalc.schedules.row_runner.row_plan` with every input."""
+        return row_plan(self.waits, self.across, self.device, self.first, self.last)
 
     @functools.cached_property
-    def row_plans(self) -> tuple[RowPlan, RowPlan]:
-        """:func:`~distcalc.schedules.row_runner.row_plan` of :attr:`steps` and of :attr:`cross_steps`."""
-        first, last = self.first.tolist(), self.last.tolist()
-        return row_plan(self.steps, first, last), row_plan(self.cross_steps, first, last)
+    def row_plan_across(self) -> RowPlan:
+        """:func:`~distcalc.schedules.row_runner.row_plan` without the inputs made on the operation's own
+        device: such an input ended before the device's previous operation did (the device runs its
+        operations in order), so with durations ≥ 0 the previous operation's end is the later one and the
+        input changes no ready time."""
+        return row_plan(self.waits, self.across, self.device, self.first, self.last, own_device_inputs=False)
 
 
 def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
@@ -294,7 +296,8 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
     if not keep_events and not runs_waves(program.kind.shape[0], len(program.levels), p2p.shape[0]):
         rows, nonnegative = _duration_rows(program, tuple(stage_arrays))
-        first_end, last_end, busy = run_rows(program.row_plans[int(nonnegative)], rows, p2p, plan.devices)
+        rows_of = program.row_plan_across if nonnegative else program.row_plan_all_inputs
+        first_end, last_end, busy = run_rows(rows_of, rows, p2p, plan.devices)
         first = first_end - np.stack([rows[k] for k in program.first.tolist()])
         return Execution(plan, first, last_end, busy)
     K = program.kind.shape[0]

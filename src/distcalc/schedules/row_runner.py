@@ -4,9 +4,9 @@
 ``end[k] = max(end[previous on the device], end[input] (+ Send/Recv if made on another device)) + duration[k]``.
 One operation at a time, each is a handful of NumPy calls on rows of n values. Keeping one row per operation
 (thousands of them) walks a matrix of many megabytes, fresh pages included; but an operation's end is read
-only until its last reader has run, so the rows are reused like registers (:func:`row_plan`: a row is freed
-after its last reader and handed to a later operation), and the working set is the values live at one time —
-a few per device — which stays in the CPU caches. Each device's first and last operation keep their rows
+only until its last reader has run, so the rows are reused (:func:`row_plan`: operation k writes row
+k mod R, R one more than the longest distance from an operation to its last reader), and the working set
+— tens to a few thousand rows instead of one per operation — stays in the CPU caches. Each device's first and last operation keep their rows
 (the step's start and end). The arithmetic, and its order per configuration, is that of the one-row-per-
 operation recurrence, so the results are the same bits.
 """
@@ -34,40 +34,39 @@ class RowPlan:
     single_input: bool
 
 
-def row_plan(steps: list[tuple[int, int, bool, int, bool, int]], first: list[int], last: list[int]) -> RowPlan:
-    """Rows for operations ``steps`` (per operation: previous operation on the device, or ``len(steps)`` for
-    none; input 1 or −1; across 1; input 2 or −1; across 2; device), operations in an order where every input
-    comes earlier. An operation's row is freed once the operation after its last reader starts, so an
-    output never shares a row with an input of the same operation; ``first`` / ``last`` (operation indices)
-    keep theirs to the end."""
-    count = len(steps)
-    last_read = list(range(count))
-    for k, (w0, w1, _, w2, _, _) in enumerate(steps):
-        for w in (w0, w1, w2):
-            if 0 <= w < count:
-                last_read[w] = k
-    for k in (*first, *last):
-        last_read[k] = count
-    freed_after: dict[int, list[int]] = {}
-    for k, read in enumerate(last_read):
-        freed_after.setdefault(read, []).append(k)
-    row_of = [0] * count
-    free: list[int] = []
-    rows = ZERO_ROW + 1
-    for k in range(count):
-        free.extend(row_of[j] for j in freed_after.get(k - 1, ()))
-        if free:
-            row_of[k] = free.pop()
-        else:
-            row_of[k], rows = rows, rows + 1
-
-    def row(w: int) -> int:
-        return -1 if w < 0 else ZERO_ROW if w >= count else row_of[w]
-
-    mapped = tuple((row(w0), row(w1), a1, row(w2), a2, d, row_of[k])
-                   for k, (w0, w1, a1, w2, a2, d) in enumerate(steps))
-    return RowPlan(mapped, rows, tuple(row_of[k] for k in first), tuple(row_of[k] for k in last),
-                   all(w2 < 0 for _, _, _, w2, _, _, _ in mapped))
+def row_plan(waits: np.ndarray, across: np.ndarray, device: np.ndarray, first: np.ndarray, last: np.ndarray,
+             own_device_inputs: bool = True) -> RowPlan:
+    """Rows for the operations of a compiled plan (:class:`~distcalc.schedules.execute.Program` ``waits``
+    (K, 3): previous operation on the device and two inputs, K where there is none; ``across`` (K, 3);
+    ``device``), numbered so that every input comes earlier. Operation k writes row 1 + k mod R, where R − 1
+    is the longest distance from an operation to its last reader: the operation R later that writes the
+    same row comes after that reader, and no operation reads an input R or more operations back, so no
+    output shares a row with its own inputs. ``first`` / ``last`` (each device's first and last operation,
+    the step's start and end) get rows of their own after those. ``own_device_inputs`` False: the inputs made
+    on the operation's own device are left out (see
+    :attr:`~distcalc.schedules.execute.Program.row_plan_across`)."""
+    count = waits.shape[0]
+    order = np.arange(count)
+    inputs = waits.copy()
+    if not own_device_inputs:
+        inputs[:, 1:] = np.where(across[:, 1:], inputs[:, 1:], count)
+    last_read = order.copy()
+    for column in inputs.T:
+        read = column < count
+        np.maximum.at(last_read, column[read], order[read])
+    kept = np.zeros(count, dtype=bool)
+    kept[first] = kept[last] = True
+    span = int((last_read - order)[~kept].max(initial=0)) + 1
+    row_of = np.empty(count + 1, dtype=np.int64)  # index K: the zero row
+    row_of[:count] = ZERO_ROW + 1 + order % span
+    row_of[np.flatnonzero(kept)] = ZERO_ROW + 1 + span + np.arange(np.count_nonzero(kept))
+    row_of[count] = ZERO_ROW
+    mapped = row_of[inputs]
+    mapped[:, 1:] = np.where(inputs[:, 1:] < count, mapped[:, 1:], -1)
+    steps = tuple(zip(*mapped[:, 0:2].T.tolist(), across[:, 1].tolist(), mapped[:, 2].tolist(),
+                      across[:, 2].tolist(), device.tolist(), row_of[:count].tolist()))
+    return RowPlan(steps, ZERO_ROW + 1 + span + int(np.count_nonzero(kept)), tuple(row_of[first].tolist()),
+                   tuple(row_of[last].tolist()), bool((mapped[:, 2] < 0).all()))
 
 
 def run_rows(plan: RowPlan, durations: list[np.ndarray], p2p: np.ndarray, devices: int
