@@ -10,7 +10,7 @@ from distcalc.cluster import load_cluster
 from distcalc.memory import memory_report
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Recompute, Schedule
-from distcalc.search import search
+from distcalc.search import engine, search
 from distcalc.search.engine import Job, memory_bytes_batch
 from distcalc.search.space import COLUMNS, SpaceChoices, config_row, enumerate_space, limits_for_model
 
@@ -80,6 +80,23 @@ def test_memory_pruning_equals_memory_report(case):
         row = {"gpus": gpus, **config_row(space.configs, int(i))}
         expected = memory_report(spec, _config(row, batch, seq), cluster.gpu).total_bytes
         assert memory[i] == pytest.approx(expected, rel=1e-9), row
+
+
+@pytest.mark.parametrize("case", ["llama405", "mixtral"])
+def test_memory_in_blocks_equals_one_call(case, monkeypatch):
+    """The memory pass runs in blocks of rows (cache-sized temporaries): every row's memory is the same bits
+    as in one call over all rows, block edges anywhere (llama405 mixes rows with and without the
+    embedding/loss split inside a block)."""
+    model, cluster_name, gpus, batch, seq = CASES[case]
+    spec, cluster = load_model(model), load_cluster(cluster_name)
+    space = enumerate_space(limits_for_model(spec, seq_len=seq, global_batch=batch, gpus_per_node=8), gpus)
+    job = Job(spec, cluster, batch, seq)
+    rows = np.random.default_rng(3).choice(space.size, size=min(space.size, 5000), replace=False)
+    configs = {k: v[np.sort(rows)] for k, v in space.configs.items()}
+    whole = memory_bytes_batch(job, configs)
+    monkeypatch.setattr(engine, "MEMORY_BLOCK_ROWS", 777)
+    blocks = memory_bytes_batch(job, configs)
+    assert np.array_equal(whole.view(np.uint64), blocks.view(np.uint64))
 
 
 def _assert_priced_like_analyze(row: dict, case: str) -> None:

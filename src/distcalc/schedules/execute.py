@@ -23,6 +23,7 @@ import numpy as np
 
 from distcalc.errors import ConfigError
 from distcalc.schedules.base import Op, PassKind, Plan
+from distcalc.schedules.row_runner import RowPlan, row_plan, run_rows
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,25 @@ class Execution:
 
 
 _KIND_INDEX = {PassKind.F: 0, PassKind.B: 1, PassKind.W: 2, PassKind.BW: 3}
-#: Above this many configurations :func:`execute` runs the operations one at a time instead of wave by wave
-#: (measured here: the waves win below 100–300 configurations — a search meets tens per plan — and lose up
-#: to 2× at 1,000, where the gathers of whole waves cost more than the per-operation calls they save).
+#: Above this many configurations :func:`execute` always runs the operations one at a time
+#: (:mod:`distcalc.schedules.row_runner`) instead of wave by wave; below it, whichever
+#: :func:`runs_waves` expects to be faster.
 WAVE_MAX_CONFIGURATIONS = 200
+#: Cost model of the two paths, measured here (ZB-H2, ZB-V, DualPipe(V) plans of 2,170–12,288 operations on
+#: 2–32 devices, 4–200 configurations, CPU time): a wave costs about 4.5 µs plus 12.5 ns per operation and
+#: configuration (its gathers); one operation at a time about 0.75 µs per operation whatever the
+#: configurations (1.4 µs on DualPipe(V), whose overlapped pairs take more calls).
+WAVE_COST_S, WAVE_ELEMENT_COST_S, ROW_OPERATION_COST_S = 4.5e-6, 12.5e-9, 0.75e-6
+
+
+def runs_waves(operations: int, waves: int, configurations: int) -> bool:
+    """Whether executing ``operations`` in ``waves`` for ``configurations`` at once is expected to be faster
+    wave by wave than one operation at a time (both give the same numbers): wide waves and few
+    configurations."""
+    if configurations > WAVE_MAX_CONFIGURATIONS:
+        return False
+    waves_s = waves * WAVE_COST_S + operations * configurations * WAVE_ELEMENT_COST_S
+    return waves_s < operations * ROW_OPERATION_COST_S
 _PRODUCT = np.array([0, 1, 2, 1])  # what a pass of kind index F, B, W, BW makes: F 0, B (or BW) 1, W 2
 
 
@@ -110,15 +126,27 @@ class Program:
     last: np.ndarray
 
     @functools.cached_property
-    def steps(self) -> list[tuple[int, int, int, bool, bool, int]]:
-        """Per operation, as plain ints for the one-by-one loop: (waits 0–2, across 1–2, device)."""
-        return [(w0, w1, w2, a1, a2, d) for (w0, w1, w2), (_, a1, a2), d in
-                zip(self.waits.tolist(), self.across.tolist(), self.device.tolist())]
+    def steps(self) -> list[tuple[int, int, bool, int, bool, int]]:
+        """Per operation, as plain ints: (previous operation on the device, K for none; input 1, input 2,
+        −1 for none; across 1, across 2; device)."""
+        K = len(self.ops)
+        w = self.waits
+        return list(zip(w[:, 0].tolist(), np.where(w[:, 1] < K, w[:, 1], -1).tolist(), self.across[:, 1].tolist(),
+                        np.where(w[:, 2] < K, w[:, 2], -1).tolist(), self.across[:, 2].tolist(),
+                        self.device.tolist()))
 
     @functools.cached_property
-    def kind_stage(self) -> list[tuple[int, int]]:
-        """Per operation (kind index, stage) as plain ints."""
-        return list(zip(self.kind.tolist(), self.stage.tolist()))
+    def row_plan_all_inputs(self) -> RowPlan:
+        """:func:`~distcalc.schedules.row_runner.row_plan` with every input."""
+        return row_plan(self.waits, self.across, self.device, self.first, self.last)
+
+    @functools.cached_property
+    def row_plan_across(self) -> RowPlan:
+        """:func:`~distcalc.schedules.row_runner.row_plan` without the inputs made on the operation's own
+        device: such an input ended before the device's previous operation did (the device runs its
+        operations in order), so with durations ≥ 0 the previous operation's end is the later one and the
+        input changes no ready time."""
+        return row_plan(self.waits, self.across, self.device, self.first, self.last, own_device_inputs=False)
 
 
 def _pass_keys(kind: np.ndarray, micro_batch: np.ndarray, stage: np.ndarray, stages: int, micro_batches: int
@@ -239,19 +267,24 @@ def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.nda
     return out
 
 
-def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> tuple[list[np.ndarray], bool]:
     """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
-    the operation is one pass (nothing gathered), a computed row where it is an overlapped pair."""
+    the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; and whether
+    every duration is ≥ 0 (not NaN)."""
     table = _pass_table(stage_arrays)
-    rows = [table[kind, stage] for kind, stage in program.kind_stage]
+    views = list(table.reshape(-1, table.shape[2]))  # one view per (kind, stage), made once
+    stages = table.shape[1]
+    rows = [views[i] for i in (np.where(program.kind < 0, 3, program.kind) * stages + program.stage).tolist()]
+    nonnegative = bool((table >= 0).all())
     pairs = np.flatnonzero(program.kind < 0)
     if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
         _, first, inverse = np.unique(program.stage[pairs] * len(table[0]) + program.pair_stage[pairs],
                                       return_index=True, return_inverse=True)
         distinct = _pair_durations(program, pairs[first], stage_arrays)
+        nonnegative = nonnegative and bool((distinct >= 0).all())
         for k, j in zip(pairs.tolist(), inverse.reshape(-1).tolist()):
             rows[k] = distinct[j]
-    return rows
+    return rows, nonnegative
 
 
 def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
@@ -261,13 +294,15 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     once."""
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
+    if not keep_events and not runs_waves(program.kind.shape[0], len(program.levels), p2p.shape[0]):
+        rows, nonnegative = _duration_rows(program, tuple(stage_arrays))
+        rows_of = program.row_plan_across if nonnegative else program.row_plan_all_inputs
+        first_end, last_end, busy = run_rows(rows_of, rows, p2p, plan.devices)
+        first = first_end - np.stack([rows[k] for k in program.first.tolist()])
+        return Execution(plan, first, last_end, busy)
     K = program.kind.shape[0]
     ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
     waits, across, sends = program.waits, program.across, bool(p2p.any())
-    if p2p.shape[0] > WAVE_MAX_CONFIGURATIONS:
-        rows = _duration_rows(program, tuple(stage_arrays))
-        busy = _run_one_by_one(program, rows, p2p, ends, plan.devices)
-        return _execution(plan, program, rows, ends[:K], keep_events, busy)
     durations = _durations(program, tuple(stage_arrays))
     for lo, hi in program.levels:
         w = waits[lo:hi]
@@ -282,36 +317,11 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     return _execution(plan, program, durations, ends[:K], keep_events)
 
 
-def _run_one_by_one(program: Program, durations: list[np.ndarray], p2p: np.ndarray, ends: np.ndarray,
-                    devices: int) -> np.ndarray:
-    """The same recurrence one operation at a time (in wave order, so every input is there): fewer array
-    copies than the waves' gathers when each operation's row is long. Returns each device's busy time, its
-    operations' durations added in operation order (as :func:`_execution` does with ``np.add.at``)."""
-    K = len(durations)
-    maximum, add = np.maximum, np.add
-    busy = np.zeros((devices, p2p.shape[0]))
-    arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
-    sends = bool(p2p.any())
-    end_rows, busy_rows = list(ends), list(busy)  # row views made once, not per operation
-    for k, ((w0, w1, w2, a1, a2, device), duration) in enumerate(zip(program.steps, durations)):
-        row = end_rows[k]  # the ready time is built in place, then the duration added
-        ready = end_rows[w0]
-        for w, a in ((w1, a1), (w2, a2)):
-            if w < K:
-                maximum(ready, add(end_rows[w], p2p, out=arrived) if a and sends else end_rows[w], out=row)
-                ready = row
-        add(ready, duration, out=row)
-        add(busy_rows[device], duration, out=busy_rows[device])
-    return busy
-
-
-def _execution(plan: Plan, program: Program, durations, ends: np.ndarray, keep_events: bool,
-               busy: np.ndarray | None = None) -> Execution:
-    """``durations``: per operation (an (operations, n) array or a list of rows); ``busy``: per device, when
-    the run already summed it."""
-    if busy is None:
-        busy = np.zeros((plan.devices, ends.shape[1]))
-        np.add.at(busy, program.device, durations)
+def _execution(plan: Plan, program: Program, durations: np.ndarray, ends: np.ndarray, keep_events: bool
+               ) -> Execution:
+    """``durations``: per operation, (operations, n)."""
+    busy = np.zeros((plan.devices, ends.shape[1]))
+    np.add.at(busy, program.device, durations)
     first = ends[program.first] - np.stack([durations[k] for k in program.first.tolist()])
     events = ([(int(d), op, ends[k] - durations[k], ends[k]) for k, (d, op) in enumerate(zip(program.device, program.ops))]
               if keep_events else [])
