@@ -34,10 +34,13 @@ SEGMENTS = (
     ("recompute workspace", ("recompute_workspace_bytes",)),
     ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
     ("loss workspace", ("loss_workspace_bytes",)),
+    ("attention-score buffer", ("attention_buffer_bytes",)),  # shown when a stack has one
     ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
     ("allocator reserve", ("allocator_reserve_bytes",)),
     ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
 )
+#: segments left out when every stage has none of them
+OPTIONAL_SEGMENTS = (("attention_buffer_bytes",), ("optimizer_step_buffers_bytes",))
 MAX_STAGE_COLUMNS = 8
 
 
@@ -75,7 +78,7 @@ def _render(report: MemoryReport) -> None:
     table.add_row("in-flight micro-batches", *[f"{st.in_flight_micro_batches:g}" for st in stages])
     for label, fields in SEGMENTS:
         values = [sum(getattr(st, f) for f in fields) for st in stages]
-        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+        if fields in OPTIONAL_SEGMENTS and not any(values):
             continue
         table.add_row(label, *[format_size(v) for v in values])
     table.add_row("[bold]total[/bold]", *[f"[bold]{format_size(st.total_bytes)}[/bold]" for st in stages])
@@ -103,7 +106,7 @@ def plot_memory(report: MemoryReport, path: Path) -> None:
     x = [s.stage for s in stages]
     for label, fields in SEGMENTS:
         values = [sum(getattr(s, f) for f in fields) / 2**30 for s in stages]
-        if fields == ("optimizer_step_buffers_bytes",) and not any(values):
+        if fields in OPTIONAL_SEGMENTS and not any(values):
             continue
         ax.bar(x, values, bottom=bottom, label=label)
         bottom = [b + v for b, v in zip(bottom, values)]
