@@ -63,3 +63,28 @@ def test_zero_bubble_rows_hold_the_buffer_and_other_stacks_do_not():
     for source in ("Narayanan2021_Table1", "BLOOM_prequel_sweep_2022-02-21", "SimuMax_B200_v1.2_2026",
                    "FlagPerf_nvidia_llama3_8B-megatron"):
         assert not attention_score_buffer(runs[source])
+
+
+def test_cli_flag_adds_the_line_only_when_asked_and_without_flash():
+    import json
+
+    from typer.testing import CliRunner
+
+    from distcalc.cli import app
+
+    args = ["memory", "--model", "megatron-22b", "--gpu", "a100-80gb", "--gpus", "8", "--tp", "8", "--pp", "1",
+            "--micro-batch", "2", "--global-batch", "2", "--seq-len", "2048", "--recompute", "selective",
+            "--dtype", "fp16", "--json"]
+    runner = CliRunner()
+
+    def worst(extra):
+        result = runner.invoke(app, args + extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.output)["memory"]  # the worst stage's lines
+
+    without, kept = worst(["--no-flash-attention"]), worst(["--no-flash-attention", "--attention-score-buffer"])
+    assert without["attention_buffer_bytes"] == 0.0
+    assert kept["attention_buffer_bytes"] == pytest.approx(2.0 * 2 * 64 / 8 * 2048 * 2048)  # 64 heads, t = 8
+    assert worst(["--attention-score-buffer"])["attention_buffer_bytes"] == 0.0  # flash attention: none
+    result = runner.invoke(app, args[:-1] + ["--no-flash-attention"])
+    assert "attention-score buffer" not in result.output
