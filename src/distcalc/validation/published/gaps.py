@@ -105,14 +105,15 @@ KNOWN: dict[tuple[str, str], str] = {
     ("ZeroBubble_Qi2024_T4", "peak_memory"): (
         "-5.7 % on average with the fp16 main_grad the fork keeps (2 B per parameter) and its non-flash "
         "attention's persistent score buffer (Megatron GlobalMemoryBuffer, 2·b·a·s² B: 0.28 GiB at 1.5B, "
-        "0.09 GiB at 28.3B; before it -6.1 %): what is left is 1.5-4.9 GiB per row, about constant across "
-        "model sizes rather than proportional to a layer's activations (1F1B 2.5-2.7 GiB, 1F1B-I 2.8-4.1, "
+        "0.09 GiB at 28.3B; before it -6.1 %): what is left is 0.6-4.9 GiB per row, about constant across "
+        "model sizes rather than proportional to a layer's activations (1F1B 1.6-2.7 GiB, 1F1B-I 2.8-4.1, "
         "ZB-1p 1.2-2.7), so it is neither a missing per-layer term nor an in-flight count; the backward's "
         "transient gradients (dropout backward's new score-sized tensor, at most ~0.4 GiB) and the optimizer's "
         "fp32 gradient copies (alive together in step(), 4 B per parameter, but after the activations are "
-        "freed) do not reach it; the basis of the paper's 'Memory (GB)' is not stated, and read as decimal GB "
-        "(the fork's own memory prints divide by 1e6, zb_schedules.py) the same predictions would be -3...+6 % "
-        "(mapping left as GiB: the source does not say)"),
+        "freed) do not reach it; the basis of the paper's 'Memory (GB)' is not stated: the same predictions "
+        "read against decimal GB (the fork's own memory prints divide by 1e6, zb_schedules.py) give 1.9 % mean "
+        "(+1.2 % signed), against the reserved basis 1.8 % (-0.7 %); the mapping keeps GiB allocated, as the "
+        "source does not say which"),
     ("FlagPerf_nvidia_llama3_8B-megatron", "peak_memory"): (
         "NCCL communicator buffers, dropout masks and Megatron-Core's process groups are counted on the "
         "nvidia-smi basis; what is left pulls both ways: TP-heavy A800 rows under (-12/-18 %) and PP 4/8 rows "
