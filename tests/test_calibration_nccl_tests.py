@@ -127,7 +127,7 @@ def test_calibrate_plot_overlays_measured_fit_and_model(tmp_path):
 def test_plot_model_curve_is_timed_as_nccl_tests_times_each_run(monkeypatch):
     # The log's first run is -g 8 (one thread launches eight kernels), the second mpirun -g 1: the NCCL-model curve
     # of the first sits on the host launch floor (8 x 4.21 us, collective/nccl_launch.py) at small sizes.
-    import distcalc.plots_collective as plots
+    import distcalc.render.plots.collective as plots
     from distcalc.calibration import calibrate
     from distcalc.cli.calibrate_cmd import _plot_nccl_tests
     from distcalc.collective.nccl_launch import HOST_LAUNCH_S_PER_GPU

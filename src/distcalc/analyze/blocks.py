@@ -44,6 +44,8 @@ DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first
 def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(index of one representative per distinct row, inverse index) of integer columns of equal shape."""
     flat = [np.asarray(c, dtype=np.int64).ravel() for c in columns]
+    if flat[0].size == 1:  # one configuration (analyze): its own representative
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     code = np.zeros(flat[0].shape, dtype=np.int64)
     radix = 1
     for col in flat:
