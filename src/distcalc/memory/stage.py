@@ -100,8 +100,9 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
                                                    activation_bytes=activation_bytes, **act)
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)
-    score_buffer = np.where(options.attention_score_buffer & ~np.asarray(flash, dtype=bool),
-                            attention_score_buffer_bytes(dims, seq_len, micro_batch, tp, cp, activation_bytes), 0.0)
+    score_buffer = (np.where(flash, 0.0, attention_score_buffer_bytes(dims, seq_len, micro_batch, tp, cp,
+                                                                      activation_bytes))
+                    if options.attention_score_buffer else 0.0)  # only a stack that keeps one, only without flash
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
     pp_f, m = f(pp), f(num_micro_batches)
     lm_head = dims.embedding if dims.tied_embeddings else dims.lm_head
