@@ -50,14 +50,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from distcalc.errors import ConfigError
 from distcalc.precision import Precision
+from distcalc.preset_files import read_presets
 
 ArrayLike = Any
 
@@ -214,8 +213,7 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
 
 @functools.lru_cache(maxsize=1)
 def _load_table() -> dict[str, Any]:
-    path = Path(__file__).resolve().parents[1] / "presets" / "compute.yaml"
-    return yaml.safe_load(path.read_text())
+    return read_presets("compute.yaml")
 
 
 def compute_preset_entry(name: str) -> dict[str, Any]:
