@@ -43,10 +43,9 @@ __all__ = ["Calibration", "CollectiveFit", "calibrate", "calibrated_device", "ca
 
 
 class Calibration(BaseModel):
-    """A calibration file in memory (see the module docstring). Its validator is built on first use
-    (``defer_build``): ``distcalc analyze`` imports this module but validates no calibration unless given one."""
+    """A calibration file in memory (see the module docstring)."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True, defer_build=True)
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
 
     schema_: str = Field(SCHEMA, alias="schema")
     created: str = ""
