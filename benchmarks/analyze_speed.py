@@ -19,14 +19,20 @@
   ~110 modules from source (about 0.1 s of CPU) but not the dependencies, whose .pyc ship in site-packages;
   ``--recompile`` measures that way on purpose.
 
-    .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5] [--recompile]
+  ``--instructions`` also counts the instructions of one run of each (valgrind's callgrind, numpy's OpenBLAS
+  on one thread): a figure that other jobs on the machine do not move, for before/after comparisons on a
+  loaded machine (needs ``valgrind`` on the PATH; about a minute per command).
+
+    .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5] [--recompile] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -93,6 +99,15 @@ def startup_s(commands: dict[str, list[str]], runs: int, env: dict[str, str]) ->
             for name, got in samples.items()}
 
 
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions executed by one run of ``argv`` under callgrind (after an untimed run filled the cache)."""
+    env = dict(env, OPENBLAS_NUM_THREADS="1")
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          check=True, capture_output=True, text=True, env=env)
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
@@ -100,7 +115,11 @@ def main() -> None:
     parser.add_argument("--recompile", action="store_true",
                         help="no bytecode cache: every run compiles distcalc's sources (what PYTHONDONTWRITEBYTECODE "
                              "does to a source checkout)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each start-up's instructions (callgrind; needs valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on the PATH")
     ms = analyze_ms(args.repeat)
     print(f"analyze (Llama-3-70B, 64 H100): {ms:.3f} ms per call (median of {args.repeat}); "
           f"{BEFORE_MS / ms:.2f}x vs {BEFORE_MS:.1f} ms before; target <= 0.5 ms")
@@ -108,7 +127,9 @@ def main() -> None:
     for argv in ([DISTCALC, "--help"], [DISTCALC, "analyze", "--help"], [DISTCALC, "analyze"]):
         commands[" ".join(Path(argv[0]).name.split() + argv[1:])] = argv
     with tempfile.TemporaryDirectory(prefix="distcalc-pyc-") as cache_dir:
-        times = startup_s(commands, args.runs, child_environment(None if args.recompile else cache_dir))
+        env = child_environment(None if args.recompile else cache_dir)
+        times = startup_s(commands, args.runs, env)
+        counts = {name: instructions(argv, env) for name, argv in commands.items()} if args.instructions else {}
     bytecode = "compiled on every run (--recompile)" if args.recompile else "compiled once, cached"
     print(f"start-up, median of {args.runs} runs, wall s / CPU s (bytecode {bytecode}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
@@ -120,6 +141,11 @@ def main() -> None:
         print(f"  {name}: {wall:.3f} / {cpu:.3f}; ratio to the dependencies {wall / base[0]:.2f} wall, "
               f"{cpu / base[1]:.2f} CPU (target <= 1.30); to the dependencies as used {wall / used[0]:.2f} wall, "
               f"{cpu / used[1]:.2f} CPU")
+    if counts:
+        print("instructions of one run (callgrind, OpenBLAS on one thread):")
+        for name, count in counts.items():
+            print(f"  {name}: {count:,}; {count / counts['deps']:.2f}x the dependencies, "
+                  f"{count / counts['used']:.2f}x the dependencies as used")
 
 
 if __name__ == "__main__":
