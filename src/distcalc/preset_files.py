@@ -14,10 +14,11 @@ from distcalc.suggest import did_you_mean
 
 
 #: libyaml's scanner and parser when PyYAML was built with them (``yaml.__with_libyaml__``), else PyYAML's
-#: pure-Python ones. Both feed the same ``SafeConstructor``, so a file gives the same values either way (a test
-#: compares them on every shipped preset); libyaml parses the shipped presets about 8x faster, which is most
-#: of what reading them cost ``distcalc analyze`` at start-up (PyYAML documentation, "Installation": "LibYAML
-#: based parser and emitter ... CLoader").
+#: pure-Python ones (PyYAML README, github.com/yaml/pyyaml: with the LibYAML bindings installed, "fast
+#: LibYAML-based parser" through ``Loader=yaml.CLoader``; ``CSafeLoader`` is its safe variant). Both feed the
+#: same ``SafeConstructor``, so a file gives the same values either way (a test compares them on every shipped
+#: preset); libyaml parses the shipped presets in about a tenth of the instructions, which was most of what
+#: reading them cost ``distcalc analyze`` at start-up.
 SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
