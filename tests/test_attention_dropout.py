@@ -14,7 +14,8 @@ from distcalc.compute.attention import (
     attention_dropout_overhead,
     attention_kernel_device,
 )
-from distcalc.compute.device import load_device
+from distcalc.compute.device import compute_preset_names, load_device
+from distcalc.errors import ConfigError
 from distcalc.compute.layer import layer_times
 from distcalc.model import load_model
 from distcalc.model.dims import model_dims
@@ -54,3 +55,27 @@ def test_dropout_slows_only_the_fused_kernel_by_its_overhead(flash):
 
 def test_a_device_without_a_measurement_adds_nothing():
     assert attention_dropout_overhead(replace(load_device("h100-sxm"), name="unknown-gpu")) == 0.0
+
+
+def test_every_gpu_preset_names_the_kernel_its_stack_runs():
+    # the per-GPU table that lived in compute/attention.py before it became the compute.yaml field
+    # attention_dropout_kernel: sm80 FlashAttention-2, Hopper cuDNN sm90, Blackwell cuDNN sm100, TPU none
+    expected = {"a100-80gb": FLASH2_DROPOUT_OVERHEAD, "a100-40gb": FLASH2_DROPOUT_OVERHEAD,
+                "a800-80gb": FLASH2_DROPOUT_OVERHEAD, "h100-sxm": CUDNN_SM90_DROPOUT_OVERHEAD,
+                "h200": CUDNN_SM90_DROPOUT_OVERHEAD, "h800": CUDNN_SM90_DROPOUT_OVERHEAD,
+                "h100-pcie": CUDNN_SM90_DROPOUT_OVERHEAD, "h100-nvl": CUDNN_SM90_DROPOUT_OVERHEAD,
+                "b200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb200": CUDNN_SM100_DROPOUT_OVERHEAD,
+                "gb300": CUDNN_SM100_DROPOUT_OVERHEAD, "tpu-v5p": 0.0}
+    assert set(expected) == set(compute_preset_names())
+    assert {name: attention_dropout_overhead(load_device(name)) for name in expected} == expected
+
+
+def test_a_preset_naming_an_unmeasured_kernel_is_refused(monkeypatch):
+    import distcalc.compute.device as device_module
+
+    real = device_module.compute_preset_entry
+    monkeypatch.setattr(device_module, "compute_preset_entry",
+                        lambda name: {**real(name), "attention_dropout_kernel": "flash3"})
+    with pytest.raises(ConfigError, match="attention_dropout_kernel 'flash3' is not valid; valid: flash2, cudnn-sm90, "
+                                          "cudnn-sm100"):
+        load_device("h100-sxm")

@@ -99,6 +99,24 @@ def _case_id(row: dict) -> str:
 
 IMPLEMENTED = [r for r in ROWS if r["formula_id"] not in NOT_IMPLEMENTED]
 
+#: Rows whose printed value the library corrects, with the correction applied to the printed columns. H03 on
+#: one node (N = 2, 8; A4: g = N): g channels whose chains start at their own rail's GPU send 2(g − 1)/g·M
+#: per GPU over NVLink, not 2M (collective/hierarchical.py ``chain_dbt_allreduce``; found by the simulator,
+#: whose executed schedule sends exactly that). The multi-node rows are NIC-bound and unchanged.
+CORRECTED = {
+    ("H03", 2): lambda printed, column: printed / 2 if column in ("bw_term_s", "per_gpu_sent_bytes") else printed,
+    ("H03", 8): lambda printed, column: printed * 7 / 8 if column in ("bw_term_s", "per_gpu_sent_bytes") else printed,
+}
+
+
+def _expected(row: dict, column: str) -> str:
+    fix = CORRECTED.get((row["formula_id"], int(row["N"])))
+    if fix is None:
+        return row[column]
+    if column == "total_s":
+        return repr(float(_expected(row, "alpha_term_s")) + float(_expected(row, "bw_term_s")))
+    return repr(fix(float(row[column]), column))
+
 
 @pytest.mark.parametrize("row", IMPLEMENTED, ids=_case_id)
 def test_reference_case(row):
@@ -109,7 +127,13 @@ def test_reference_case(row):
     assert cost.steps == int(row["steps"])
     for field, column in (("latency_term_s", "alpha_term_s"), ("bandwidth_term_s", "bw_term_s"),
                           ("time_s", "total_s"), ("bytes_sent_per_gpu", "per_gpu_sent_bytes")):
-        assert _close_to_printed(getattr(cost, field), row[column]), (field, getattr(cost, field), row[column])
+        expected = _expected(row, column)
+        assert _close_to_printed(getattr(cost, field), expected), (field, getattr(cost, field), expected)
+
+
+def test_corrections_apply_to_rows_that_exist():
+    keys = {(r["formula_id"], int(r["N"])) for r in ROWS}
+    assert set(CORRECTED) <= keys
 
 
 def test_every_row_is_covered():

@@ -143,7 +143,9 @@ def test_the_moe_heavier_last_stage_sets_the_pipeline():
     from distcalc.compute import head_times as heads
     d, dev = model_dims(i.spec), load_device(load_gpu("b200"))
     kw = dict(micro_batch=1, seq_len=4096, tp=1, ep=4, flash_attention=1)
-    moe = layer_times(d, dev, **kw, moe=True)
+    from distcalc.compute.moe import router_kernel_counts
+    router = router_kernel_counts(i.options.moe_router_group_limited, True, i.options.moe_aux_loss)
+    moe = layer_times(d, dev, **kw, moe=True, router_kernels=router)
     h = heads(d, dev, 1, 4096, 1, cross_entropy=i.options.cross_entropy)
     expected = 2 * float(moe.forward_s + moe.backward_s) + float(h.output_forward_s + h.output_backward_s)
     assert r.time_breakdown["compute_s"] / 32 == pytest.approx(expected * r.gpu_variability["slowest_gpu_factor"], rel=1e-6)

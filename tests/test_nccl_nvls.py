@@ -9,7 +9,9 @@ from distcalc.cluster import load_cluster
 from distcalc.collective.nccl_cluster import nccl_system
 from distcalc.collective.nccl_constants import NcclAlgo, NcclVersion
 from distcalc.collective.nccl_graph import NcclSystem
-from distcalc.collective.nccl_nvls import channel_bytes, nvls_allreduce_terms_s, nvls_chunk_bytes
+from distcalc.collective.nccl_nvls import (
+    channel_bytes, nvls_allreduce_terms_s, nvls_chunk_bytes, nvls_tree_chunk_bytes, tree_depth,
+)
 from distcalc.collective.nccl_tuner import nccl_estimate
 
 V18, V20 = NcclVersion.V2_18_5, NcclVersion.V2_20_5
@@ -87,3 +89,49 @@ def test_time_never_drops_when_the_size_doubles(log_size, gpus, version):
     small = nccl_estimate(system, "all-reduce", 1 << log_size, version)
     big = nccl_estimate(system, "all-reduce", 2 << log_size, version)
     assert 0 < small.time_s <= big.time_s
+
+
+@pytest.mark.parametrize("version, nodes, size, chunk", [
+    (V20, 2, 2 << 30, 524288), (V20, 2, (2 << 30) - 1, 262144), (V20, 2, 512 * MIB, 262144),
+    (V20, 2, 512 * MIB - 1, 131072), (V20, 2, 64 * MIB, 131072), (V20, 2, 64 * MIB - 1, 65536),
+    (V20, 2, 8 * MIB, 65536), (V20, 2, 8 * MIB - 1, 32768),
+    (V20, 4, 8 << 30, 65536), (V20, 4, 8 * MIB - 1, 32768), (V18, 4, 2 << 30, 524288)])
+def test_nvls_tree_chunk_follows_its_own_enqueue_thresholds(version, nodes, size, chunk):
+    # one Simple step (4 MiB / 8) to start, 64 KiB from 4 nodes in 2.20.5 only; 128 concurrent ops:
+    # 32 x 128 x 512 KiB = 2 GiB, 16 x 128 x 256 KiB = 512 MiB, 4 x 128 x 128 KiB = 64 MiB, 1 x 128 x 64 KiB = 8 MiB
+    assert nvls_tree_chunk_bytes(version, size, 16, 8, nodes) == chunk
+
+
+def test_tree_depth_is_ncclGetBtree_depth():
+    assert [tree_depth(n) for n in (1, 2, 3, 4, 5, 8, 9, 16)] == [0, 1, 2, 2, 3, 3, 4, 4]
+
+
+def test_nvls_tree_pipeline_fills_through_the_tree_hops():
+    # 64 MiB on 2 nodes: 128 KiB NVLS-Tree chunks; 2 hops (up and down) of 16 channels x 128 KiB over one GPU's
+    # 50 GB/s NIC share, on top of the node-local stages timed with the same chunk
+    args = (V20, 64 * MIB, 16, 8, 51.0, 266.67, 266.67, 2)
+    lat_t, bw_t = nvls_allreduce_terms_s(*args, algorithm=NcclAlgo.NVLS_TREE, nic_gbps_per_gpu=50.0)
+    loops = 64 * MIB // (16 * 8 * 131072)
+    assert lat_t == pytest.approx((51.0 + (loops + 1) * 3.4) * 1e-6)
+    hops_s = 2 * 1 * 131072 * 16 / 50e9
+    node_local_s = (64 * MIB / 16 + 8 * 131072) * 16 / (1 / (1 / 275e9 - 3.4e-6 / (16 * 8 * 131072)))
+    assert bw_t == pytest.approx(node_local_s + hops_s, rel=1e-6)
+    # a message below one loop sends each head's share of the channel, not a whole chunk
+    _, small = nvls_allreduce_terms_s(V20, 1 * MIB, 16, 8, 51.0, 266.67, 266.67, 2, algorithm=NcclAlgo.NVLS_TREE,
+                                      nic_gbps_per_gpu=50.0)
+    _, small_nvls = nvls_allreduce_terms_s(V20, 1 * MIB, 16, 8, 51.0, 266.67, 266.67, 2)
+    assert small - small_nvls == pytest.approx(2 * (MIB / 16 / 8) * 16 / 50e9, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(min_value=10, max_value=34), st.integers(min_value=2, max_value=64), st.sampled_from([V18, V20]),
+       st.floats(min_value=5.0, max_value=100.0))
+def test_tree_hops_add_exactly_their_store_and_forward_time(log_size, nodes, version, nic_gbps):
+    size = float(1 << log_size)
+    args = (version, size, 16, 8, 51.0, 266.67, 266.67, nodes)
+    lat_inf, local = nvls_allreduce_terms_s(*args, algorithm=NcclAlgo.NVLS_TREE)
+    lat, with_hops = nvls_allreduce_terms_s(*args, algorithm=NcclAlgo.NVLS_TREE, nic_gbps_per_gpu=nic_gbps)
+    chunk = nvls_tree_chunk_bytes(version, size, 16, 8, nodes)
+    busiest = channel_bytes(version, size, 16, 8 * chunk)
+    assert lat == lat_inf and local > 0
+    assert with_hops - local == pytest.approx(2 * tree_depth(nodes) * min(chunk, busiest / 8) * 16 / (nic_gbps * 1e9))

@@ -395,7 +395,7 @@ def test_byte_axes_read_in_binary_units(tmp_path, saved_figures):
 def test_bench_plot_draws_the_p1_p99_band(tmp_path):
     from matplotlib.collections import PolyCollection
 
-    from distcalc.bench.plot import _percentile_band, plot_busbw
+    from distcalc.render.plots.bench import _percentile_band, plot_busbw
 
     rows = [{"collective": "all-reduce", "tier": "intra", "size_bytes": 2 ** k, "busbw_bytes_per_s": 1e9 * k,
              "time_s": 1e-3, "p1_time_s": 0.8e-3, "p99_time_s": 1.5e-3} for k in range(10, 14)]

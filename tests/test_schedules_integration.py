@@ -138,7 +138,7 @@ def test_timeline_draws_every_schedule_with_its_passes_and_chunks(schedule, vpp,
     """analyze's timeline: every schedule's plan executed with the report's F, B and W; F, B and W apart where
     the schedule splits the backward, F&B pairs for DualPipe, two chunks on interleaved and V-shaped
     schedules, one row per device (integer stages 0 … pp − 1); uneven ends draw shorter passes."""
-    from distcalc.plots_analyze import timeline_for
+    from distcalc.analyze.timeline import timeline_for
 
     report = analyze("llama3-8b", "dgx-h100", _config(schedule, vpp=vpp, **extra))
     timeline, shown = timeline_for(report)

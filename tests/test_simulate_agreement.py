@@ -10,11 +10,15 @@ trees), the simulator runs the schedule on random data and must verify the colle
   simulated time is never below the analytic one, and the documented exact relation holds where there is one;
 * NCCL's tuning model (nccl-ring / nccl-tree) is not a schedule: only the schedule is verified.
 
+Pipelined tree algorithms (double binary tree, chain + DBT, in-network reduction) are compared with their
+finite-k form (:mod:`distcalc.collective.pipelined_tree`, at the schedule's k) exactly, and never run below
+the k → ∞ spec formula (F18/H03/F20) that form converges to.
+
 Event-driven timing (``mode="event"``, issue 18: chunk transfers as events per link, no step barrier) of the
-same schedules: every exact case stays exact; the pipelined chains whose step timing pays the slowest hop on
-every step (two hop classes) become exact, since the formula is the flow-shop makespan the events produce;
-in-network reduction and the two-GPU double binary tree equal their finite-k form; All-to-All on mesh lines
-and meshes of equal dimensions is exact (distance-staged phases reach T09's bisection load). What is left
+same schedules: every exact case stays exact (the pipelined trees' data dependencies keep them level-synchronous);
+the pipelined chains whose step timing pays the slowest hop on every step (two hop classes) become exact, since
+the formula is the flow-shop makespan the events produce; All-to-All on mesh lines and meshes of equal
+dimensions is exact (distance-staged phases reach T09's bisection load). What is left
 (:func:`event_classify`) is checked as measured.
 """
 
@@ -104,22 +108,11 @@ def _forwarded_alltoall_bytes(topo) -> float:
     return max(sum(topo.hop_distance(i, j) for j in range(n) if j != i) for i in range(n)) * M / n
 
 
-def _dtree_depth(n: int) -> int:
-    """Depth of the deeper of NCCL's two trees over n ranks (one tree of depth n − 1 for n ≤ 2)."""
-    from distcalc.simulate.tree import _depths, nccl_dtree_parents
-
-    if n <= 2:
-        return n - 1
-    return max(int(_depths(parent).max()) for parent in nccl_dtree_parents(n))
-
-
 def classify(topo, kind: str, algorithm: str) -> str:
     """'exact', 'approx' (simulated ≥ analytic, documented), or 'model' (NCCL's fitted model)."""
     dims = topo.dims
     if algorithm in ("nccl-ring", "nccl-tree"):
         return "model"
-    if algorithm in ("double-binary-tree", "chain-dbt", "in-network"):
-        return "approx"  # ideal k → ∞ pipelining (F18, H03, F20)
     grid = topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) and len(dims) > 1
     if grid and len(set(dims)) > 1 and (algorithm == "dim-concurrent" or kind == "all-to-all"):
         return "approx"  # phase-max formulas on unequal dimensions (T04/T12/T08, T05/T13)
@@ -132,25 +125,15 @@ def classify(topo, kind: str, algorithm: str) -> str:
 
 
 def event_classify(topo, kind: str, algorithm: str) -> str:
-    """Event-driven timing: 'exact', 'model', 'finite-k' (in-network, and the two-GPU double binary tree, a
-    two-stage pipeline too: (k+1)(α + M/(kB))), 'envelope' (double binary tree on N ≥ 3 and chain + DBT:
-    F18/H03 price the bandwidth at k → ∞ and the α of a single pass, which no k-segment schedule reaches at
-    this M; the schedule's own finite form is pinned: its steps and α term exactly, and for the double
-    binary tree at most 2M/(kB) on the busiest link per step), or an open disagreement (REFERENCES.md,
-    Simulator, "event-driven mode"): 'ideal' (the T05/T09/T13 phase-max of All-to-All on
-    unequal dimensions: simulated ≥ analytic), 'rail' (α2 on every step against NCCL's count of inter-node
-    steps, bandwidth exact), 'overlapped' (dimension-concurrent on unequal dimensions: exactly the
-    barrier-free form :func:`~distcalc.collective.grid.concurrent_reduce_scatter_overlapped`, at or below the
-    phase-synchronous T04/T08/T12 the library keeps)."""
+    """Event-driven timing: 'exact', 'model', or an open disagreement (REFERENCES.md, Simulator, "event-driven
+    mode"): 'ideal' (the T05/T09/T13 phase-max of All-to-All on unequal dimensions: simulated ≥ analytic),
+    'rail' (α2 on every step against NCCL's count of inter-node steps, bandwidth exact); and 'overlapped'
+    (dimension-concurrent on unequal dimensions: the simulation's analytic side is the barrier-free form
+    :func:`~distcalc.collective.grid.concurrent_reduce_scatter_overlapped`, exact in time, α and bandwidth;
+    its step count is the critical path's, and the phase-synchronous T04/T08/T12 the library keeps is above)."""
     category = classify(topo, kind, algorithm)
     if category != "approx":
         return category
-    if algorithm == "in-network" or (algorithm == "double-binary-tree" and topo.gpus == 2):
-        return "finite-k"
-    if algorithm == "double-binary-tree" and topo.gpus >= 3 or algorithm == "chain-dbt":
-        return "envelope"
-    if algorithm == "double-binary-tree":
-        return "ideal"  # one GPU: nothing to do
     if algorithm == "rail-ring":
         return "rail"
     if algorithm == "pipelined-chain":
@@ -172,16 +155,16 @@ def test_simulated_cost_agrees_with_analytic(spec, kind, algorithm):
         return
     if category == "approx":
         assert result.time_s >= analytic.time_s * (1 - REL)
-        if algorithm == "in-network" or (algorithm == "double-binary-tree" and topo.gpus == 2):
-            # a two-stage pipeline, exact for k segments: (k+1)(α + M/(kB)), → 2α + M/B ideal
-            k = result.schedule.notes["segments"]
-            assert result.time_s == pytest.approx((k + 1) * (ALPHA + M / (k * BW)), rel=REL)
         if algorithm == "rail-ring":  # bandwidth and steps exact; latency α2 on every step
             assert result.steps == analytic.steps
             assert result.timing.bandwidth_term_s == pytest.approx(analytic.bandwidth_term_s, rel=REL)
             assert result.timing.latency_term_s == pytest.approx(result.steps * HIER["inter_latency_s"], rel=REL)
         return
     _assert_exact(result, topo, kind, algorithm)
+    if result.spec is not None:  # a finite-k pipelined tree never beats its k → ∞ spec formula
+        assert result.time_s >= result.spec.time_s * (1 - REL)
+        assert result.spec.formula_id in ("F18", "H03", "F20")
+        assert analytic.formula_id == result.spec.formula_id + "-k"
 
 
 def _assert_exact(result, topo, kind: str, algorithm: str) -> None:
@@ -215,24 +198,8 @@ def test_event_driven_cost_agrees_with_analytic(spec, kind, algorithm):
     assert result.time_s <= step.time_s * (1 + REL)  # no barrier: never slower than the synchronous steps
     if category == "exact":
         _assert_exact(result, topo, kind, algorithm)
-    elif category == "finite-k":
-        k = result.schedule.notes["segments"]
-        assert result.time_s == pytest.approx((k + 1) * (ALPHA + M / (k * BW)), rel=REL)
-    elif category == "envelope" and algorithm == "double-binary-tree":
-        # F18 ≤ T ≤ steps·(α + 2M/(kB)); one α per step, steps = k + 2D − 1 (D: the deeper tree)
-        k = result.schedule.notes["segments"]
-        assert result.steps == k + 2 * _dtree_depth(topo.gpus) - 1
-        assert result.time_s >= analytic.time_s * (1 - REL)
-        assert result.timing.latency_term_s == pytest.approx(result.steps * ALPHA, rel=REL)
-        assert result.time_s <= result.steps * (ALPHA + 2 * M / (k * BW)) * (1 + REL)
-    elif category == "envelope":  # chain + DBT: one tree per channel, g − 1 chain hops above D node-tree hops
-        k, g, nodes = result.schedule.notes["segments"], topo.gpus_per_node, topo.nodes
-        inter_steps = k + 2 * _dtree_depth(nodes) - 1 if nodes > 1 else 0
-        assert result.steps == k + 2 * (g - 1 + _dtree_depth(nodes)) - 1
-        alpha1, alpha2 = HIER["latency_s"], HIER["inter_latency_s"]
-        assert result.timing.latency_term_s == pytest.approx(
-            inter_steps * alpha2 + (result.steps - inter_steps) * alpha1, rel=REL)
-        assert result.time_s >= analytic.time_s * (1 - REL)
+        if result.spec is not None:
+            assert result.time_s >= result.spec.time_s * (1 - REL)
     elif category == "ideal":
         assert result.time_s >= analytic.time_s * (1 - REL)
     elif category == "rail":
@@ -242,10 +209,14 @@ def test_event_driven_cost_agrees_with_analytic(spec, kind, algorithm):
         factor = 2 if kind == "all-reduce" else 1
         overlapped = concurrent_reduce_scatter_overlapped(topo.dims, M, BW, ALPHA,
                                                           topo.kind == TopologyKind.TORUS, kind == "all-gather")
-        assert result.steps >= factor * overlapped.steps
-        assert result.timing.latency_term_s == pytest.approx(factor * overlapped.alpha_term_s, rel=REL)
-        assert result.time_s == pytest.approx(factor * (overlapped.alpha_term_s + overlapped.bw_term_s), rel=REL)
-        assert analytic.time_s >= result.time_s * (1 - REL)
+        assert analytic.formula_id == result.spec.formula_id + "-overlapped"
+        assert analytic.time_s == pytest.approx(factor * (overlapped.alpha_term_s + overlapped.bw_term_s), rel=REL)
+        # the critical path's α count: the schedule has more steps, some of them overlapping
+        assert result.steps >= analytic.steps
+        assert result.timing.latency_term_s == pytest.approx(analytic.latency_term_s, rel=REL)
+        assert result.timing.bandwidth_term_s == pytest.approx(analytic.bandwidth_term_s, rel=REL)
+        assert result.time_s == pytest.approx(analytic.time_s, rel=REL)
+        assert result.spec.time_s >= result.time_s * (1 - REL)
 
 
 def test_sweep_covers_every_topology_collective_and_enough_cases():

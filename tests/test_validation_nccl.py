@@ -78,6 +78,7 @@ def test_calibrate_set_scores_the_fit_on_its_own_log():
     from distcalc.validation import CASE_SETS
 
     cases = CASE_SETS["calibrate-nccl-tests"]()
-    # -g 8 run: 2.4 % geomean (passes 5 %); mpirun -g 1 run: 5.06 % (misses by 0.06 pt, non-monotone 32K-512K).
-    assert [round(c.predicted, 3) for c in cases] == [0.024, 0.051]
-    assert [c.passed for c in cases] == [True, False]
+    # AICc picks 4 regimes on both runs: -g 8 run 1.5 % geomean, mpirun -g 1 run 3.9 % (non-monotone 32K-512K);
+    # with at most 3 regimes and the halving rule they were 2.4 % and 5.06 %.
+    assert [round(c.predicted, 3) for c in cases] == [0.015, 0.039]
+    assert [c.passed for c in cases] == [True, True]

@@ -37,6 +37,9 @@ class LinkSpec(BaseModel):
     alltoall_efficiency: float | None = Field(
         None, gt=0, le=1, description="η of AllToAll where measured apart (NCCL's all-to-all reaches a lower "
         "fraction of B than its ring collectives on NVSwitch); None: η")
+    alltoall_latency_s: float | None = Field(
+        None, ge=0, description="α of AllToAll per peer where measured apart: NCCL's all-to-all posts one send "
+        "and one receive per peer, time = (N−1)·α_a2a + f·M/(η_a2a·B); None: the link's α once")
     source: str = Field("", description="datasheet / paper / measurement the numbers come from")
 
 
@@ -112,6 +115,7 @@ def load_link(name: str | dict[str, Any]) -> LinkSpec:
         pipeline_chunk_bytes=float(parse_size(entry.get("pipeline_chunk", 0), allow_zero=True)),
         collective_overhead_s=parse_time(entry["collective_overhead"]) if "collective_overhead" in entry else 0.0,
         alltoall_efficiency=float(entry["alltoall_efficiency"]) if "alltoall_efficiency" in entry else None,
+        alltoall_latency_s=parse_time(entry["alltoall_latency"]) if "alltoall_latency" in entry else None,
         source=entry.get("source", ""),
     )
 

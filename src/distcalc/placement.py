@@ -33,7 +33,10 @@ them back to back through ``torch.distributed`` (kernel launch, the NCCL stream'
 the compute stream). An in-node link may state the all-to-all's own η (``alltoall_efficiency``): NCCL's
 all-to-all sends N − 1 point-to-point messages per rank and reaches a lower share of NVSwitch bandwidth than
 its rings (DGX B200: 0.597 against 0.673 of 900 GiB/s, SimuMax's nccl-tests fits); AllToAll on such a group
-runs on that η·B. SimuMax measured the overhead on a DGX B200 (32 MiB AllReduce / AllGather / ReduceScatter in
+runs on that η·B. Where the link also states the all-to-all's own α per peer (``alltoall_latency``), an
+in-node AllToAll is priced as the fit's form, ``(N − 1)·α_a2a + f·M/(η_a2a·B)`` (the pairwise exchange's
+formula): one send and one receive per peer, each paying its protocol latency (DGX B200: 7.30 µs per peer
+against the rings' 8.6 µs per step). SimuMax measured the overhead on a DGX B200 (32 MiB AllReduce / AllGather / ReduceScatter in
 bursts of 20 at 2, 4 and 8 ranks, minus its nccl-tests α-β fit: 22.2, 23.1, 25.6 µs; MooreThreads/SimuMax
 ``configs/system/b200_bf16_ceperm.json``, ``tools/b200/build_current_machine_system_config.py``); links
 without a measurement carry 0.
@@ -76,6 +79,8 @@ class GroupPlacement:
     collective_overhead_s: float = 0.0
     #: AllToAll's effective bandwidth over the topology's η·B (the link's measured all-to-all η / η; 1: same η)
     alltoall_bandwidth_scale: float = 1.0
+    #: AllToAll's measured α per peer (:attr:`distcalc.cluster.LinkSpec.alltoall_latency_s`); None: not measured
+    alltoall_latency_s: float | None = None
 
     def describe(self) -> dict[str, Any]:
         """JSON-friendly summary (design §4 ``topology`` field)."""
@@ -150,7 +155,8 @@ def group_placement(cluster: ClusterSpec, dim: Dim, size: int, stride: int,
         a2a = cluster.intra.alltoall_efficiency
         return GroupPlacement(dim, size, stride, 1, size, topo, intra_bw, cluster.intra.pipeline_chunk_bytes, "intra",
                               cluster.collective_algorithm, cluster.intra.collective_overhead_s,
-                              a2a / cluster.intra.efficiency if a2a is not None else 1.0)
+                              a2a / cluster.intra.efficiency if a2a is not None else 1.0,
+                              cluster.intra.alltoall_latency_s)
     if cluster.inter is None or cluster.inter_bandwidth_per_gpu_bytes_per_s == 0:
         raise ConfigError(f"cluster {cluster.name!r} has no inter-node link but the {dim.value} group spans "
                           f"{nodes} nodes (size {size}, stride {stride}, {g} GPUs per node)")
@@ -229,6 +235,10 @@ def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPl
         return np.where(m > 0, cost.time_s, 0.0), "p2p"
     if kind == Comm.ALL_TO_ALL and placement.alltoall_bandwidth_scale != 1.0:
         topo = replace(topo, bandwidth_bytes_per_s=topo.bandwidth_bytes_per_s * placement.alltoall_bandwidth_scale)
+    if kind == Comm.ALL_TO_ALL and placement.alltoall_latency_s is not None and algorithm == "auto":
+        # the measured fit's form, (N−1)·α_a2a + f·M/(η_a2a·B): the pairwise exchange (F22) on that α
+        topo = replace(topo, latency_s=placement.alltoall_latency_s)
+        algorithm = "pairwise"
     collective = CollectiveKind(kind.value)
     if algorithm == "auto" and placement.preferred_algorithm != "auto" and placement.preferred_algorithm in {
             a.value for a in valid_algorithms(collective, topo)}:

@@ -66,3 +66,21 @@ class CrossEntropyKernel(str, Enum):
     UNFUSED = "unfused"
     NATIVE_FUSED = "native-fused"
     TE_FUSED = "te-fused"
+
+
+class MainGradDtype(str, Enum):
+    """The dtype of the ``main_grad`` buffer that Megatron-LM's fused weight-gradient GEMM accumulates into
+    (``gradient_accumulation_fusion``: ``fused_weight_gradient_mlp_cuda.wgrad_gemm_accum_fp32`` or ``_fp16``,
+    picked by ``weight.main_grad.dtype``). The buffer is fp32 with ``--accumulate-allreduce-grads-in-fp32``,
+    which bf16 training forces on; fp16 training without that flag keeps it in the parameters' fp16
+    (``DistributedDataParallel``: ``dtype = torch.float if accumulate_allreduce_grads_in_fp32 else
+    param.dtype``). The GEMM's epilogue reads and writes the buffer: 8 bytes per weight-gradient element in
+    fp32, 4 in fp16 (:mod:`distcalc.compute.layer`)."""
+
+    FP32 = "fp32"
+    FP16 = "fp16"
+
+    @property
+    def bytes_per_element(self) -> float:
+        """Bytes of one ``main_grad`` element."""
+        return 4.0 if self is MainGradDtype.FP32 else 2.0

@@ -300,19 +300,31 @@ def cp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, kv_hidden: Arr
 def ep_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayLike,
                       bytes_per_element: ArrayLike, tp: ArrayLike, ep: ArrayLike, top_k: ArrayLike,
                       sequence_parallel: ArrayLike = 1, capacity_factor: ArrayLike = 1.0,
-                      cp: ArrayLike = 1, recompute: ArrayLike = 0) -> list[Message]:
+                      cp: ArrayLike = 1, recompute: ArrayLike = 0, probs: ArrayLike = 0) -> list[Message]:
     """Expert-parallel AllToAll of ONE MoE layer for ONE micro-batch, per rank: dispatch and combine in
     the forward pass, both again backward (and again in recompute when full). Per-rank send buffer
     ``M = tokens_per_rank × top_k × capacity × h × e`` with tokens_per_rank = ``b·s/cp`` (``/t`` with SP,
-    as Megatron-Core's dispatcher works on the sequence-sharded tokens)."""
+    as Megatron-Core's dispatcher works on the sequence-sharded tokens).
+
+    ``probs`` (1): the dispatcher also sends each slot's routing probability in an AllToAll of its own after
+    the tokens, and its gradient back (Megatron-Core ``core_v0.13.0`` onward, ``MoEAlltoAllTokenDispatcher.
+    token_dispatch``: ``global_probs = all_to_all(self.ep_group, permuted_probs, ...)``; the experts apply
+    them, so the combine carries weighted outputs): ``tokens_per_rank × top_k × capacity × e`` bytes, one
+    message forward and one backward. Before, the probabilities stayed on the source rank (0)."""
     on = _present(ep)
     sp = np.where(np.asarray(sequence_parallel) != 0, 1.0, 0.0)
     tokens = np.divide(np.multiply(micro_batch, seq_len), cp)
     tokens = np.where(sp > 0, np.divide(tokens, tp), tokens)
     m = tokens * np.multiply(np.multiply(top_k, capacity_factor), np.multiply(hidden, bytes_per_element))
     full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    m_probs = tokens * np.multiply(np.multiply(top_k, capacity_factor), bytes_per_element)
+    dp = np.where(np.asarray(probs) != 0, 1.0, 0.0)
     return [
         Message(Dim.EP, Comm.ALL_TO_ALL, m, 2 * on, Phase.FORWARD, note="dispatch + combine"),
         Message(Dim.EP, Comm.ALL_TO_ALL, m, 2 * on, Phase.BACKWARD, note="dispatch + combine grads"),
         Message(Dim.EP, Comm.ALL_TO_ALL, m, 2 * on * full, Phase.RECOMPUTE, note="full recompute"),
+        Message(Dim.EP, Comm.ALL_TO_ALL, m_probs, on * dp, Phase.FORWARD, note="routing probabilities"),
+        Message(Dim.EP, Comm.ALL_TO_ALL, m_probs, on * dp, Phase.BACKWARD, note="routing-probability grads"),
+        Message(Dim.EP, Comm.ALL_TO_ALL, m_probs, on * dp * full, Phase.RECOMPUTE,
+                note="full recompute (routing probabilities)"),
     ]

@@ -28,6 +28,7 @@ from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
+from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
 from distcalc.shaped import float_of_shape
@@ -43,6 +44,8 @@ DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first
 def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(index of one representative per distinct row, inverse index) of integer columns of equal shape."""
     flat = [np.asarray(c, dtype=np.int64).ravel() for c in columns]
+    if flat[0].size == 1:  # one configuration (analyze): its own representative
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
     code = np.zeros(flat[0].shape, dtype=np.int64)
     radix = 1
     for col in flat:
@@ -147,7 +150,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
                 ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
-    moe = layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o)) if d.moe_layers else None
+    router = router_kernel_counts(o.moe_router_group_limited, o.moe_load_imbalance is None, o.moe_aux_loss)
+    moe = (layer_times(d, device, **args, moe=True, capacity_factor=moe_slot_factor(o), router_kernels=router)
+           if d.moe_layers else None)
     frac = d.moe_layers / d.layers
     slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
     out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
@@ -161,7 +166,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     msgs = (tp_msgs
             + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, act, tp, cp, ulysses, rc,
                                 allgather)
-            + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, moe_slot_factor(o), cp, rc)
+            + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, moe_slot_factor(o), cp, rc,
+                                 int(o.moe_dispatch_probs))
                if d.moe_layers else []))
     head_msgs = tp_embedding_messages(b, s, h, act, tp, sp, cp)
     priced = message_times(cluster, msgs + head_msgs, keys, shape, memo)  # one pricing pass for both lists

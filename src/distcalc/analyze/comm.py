@@ -150,7 +150,10 @@ def placements(cluster: ClusterSpec, dim: Dim, key: GroupKey,
     """(inverse index per configuration, placement per distinct (size, stride)). ``memo``: a dict shared
     by the calls of ONE evaluation on ``cluster`` (each placement is then built once per evaluation)."""
     codes = _encode(key.size, key.stride)
-    unique, inverse = np.unique(codes.ravel(), return_inverse=True)
+    if codes.size == 1:  # one configuration (analyze): one group
+        unique, inverse = codes.ravel(), np.zeros(codes.shape, dtype=np.intp)
+    else:
+        unique, inverse = np.unique(codes.ravel(), return_inverse=True)
     memo = {} if memo is None else memo
     groups = []
     for u in unique.tolist():
@@ -177,7 +180,7 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
     Without a calibration the messages of one collective kind are priced together: one
     :func:`distcalc.placement.effective_time_elementwise_s` call per (kind, :func:`cost_signature`) on the
     concatenated sizes (elementwise, so each element gets the same float64 operations as alone)."""
-    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray]]] = {}
+    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[tuple]]] = {}
     calibration = getattr(cluster, "calibration", None)
     bounds = segment_bounds(calibration) if calibration is not None else None
     calibrated: dict = {}
@@ -186,8 +189,9 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
     for message in messages:
         if message.dim not in cache:
             inverse, groups = placements(cluster, message.dim, keys[message.dim], memo)
-            cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))])
-        _, groups, in_group = cache[message.dim]
+            cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))],
+                                  [cost_signature(placement) for placement in groups])
+        _, groups, in_group, _ = cache[message.dim]
         sizes = float_of_shape(message.size_bytes, shape)
         active = float_of_shape(message.count, shape) > 0
         masks.append([g & active for g in in_group])
@@ -212,8 +216,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         # one call per (collective kind, distinct placement cost inputs), over every dimension and message
         buckets: dict[tuple, list[tuple[int, int]]] = {}
         for i, message in enumerate(messages):
-            for index, placement in enumerate(cache[message.dim][1]):
-                buckets.setdefault((message.collective, cost_signature(placement)), []).append((i, index))
+            for index, signature in enumerate(cache[message.dim][3]):
+                buckets.setdefault((message.collective, signature), []).append((i, index))
         slots = [["none"] * len(cache[message.dim][1]) for message in messages]
         for (kind, _), members in buckets.items():
             used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]

@@ -43,6 +43,7 @@ import numpy as np
 
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
                                      micro_batch_block, run_block, stage_moe_layers)
+from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
@@ -54,6 +55,7 @@ from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.attention import attention_kernel_device
+from distcalc.compute.device import main_grad_device
 from distcalc.compute.flops import forward_flops_per_token, recompute_flops_per_token
 from distcalc.errors import ConfigError
 from distcalc.parallel import Schedule, pipeline_slots_offset, stage_layer_split
@@ -113,6 +115,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
     t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
+    t[2] = t[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather, d.moe_layers > 0)
     rs3 = dpb["grad_rs3"]  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
     # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
@@ -228,6 +231,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         device = replace(device, eager_elementwise=True)
     if o.elementwise_kernels is ElementwiseKernels.MEGATRON_LOCAL:
         device = replace(device, unfused_linear_bias=True)
+    device = main_grad_device(device, o.main_grad_dtype)
     device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)
@@ -339,6 +343,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         counts = [np.asarray(msg.count, dtype=float) for msg in
                   dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
+        counts[2] = counts[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
+                                                         d.moe_layers > 0)
         grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
         expert_counts = [np.asarray(msg.count, dtype=float) for msg in
                          dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
-                               FsdpSharding)
+                               FsdpSharding, MainGradDtype)
 from distcalc.deepspeed_zero3 import DeepSpeedZero3
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -109,6 +109,14 @@ class AnalyzeOptions(BaseModel):
       per-submodule gathers with its prefetch, release (``stage3_max_reuse_distance``) and persistence policy,
       bucketed gradient ReduceScatter and gradient copies (:mod:`distcalc.analyze.deepspeed_zero3`); it
       replaces ``fsdp_sharding``. Not in the JSON dump of the options (the overlaps line names it).
+    * ``moe_router_group_limited`` False, ``moe_aux_loss`` False: the router as Megatron-Core runs it by
+      default, plain top-k and no auxiliary loss (``--moe-aux-loss-coeff`` defaults to 0). True: the
+      group-limited selection (DeepSeek's device/node-limited routing) and the aux / sequence-aux loss add
+      their kernels (:func:`distcalc.compute.moe.router_kernel_counts`); the capacity mask's kernels run
+      whenever the expert inputs are capacity-bound (``moe_load_imbalance`` None).
+    * ``moe_dispatch_probs`` False: the routing probabilities stay on the token's own rank (Megatron-Core up to
+      ``core_v0.12``). True: Megatron-Core ``core_v0.13.0`` onward dispatches them to the experts in an AllToAll
+      of their own beside the tokens', and their gradients back (:func:`distcalc.traffic.ep_layer_messages`).
     * ``collective_model`` ``alpha-beta``: ``nccl`` prices AllReduce/ReduceScatter/AllGather/Broadcast/Reduce
       with NCCL's own tuning model per group (:mod:`distcalc.analyze.nccl_pricing`); opt-in, excluded from
       the JSON dump so default reports are unchanged.
@@ -141,6 +149,12 @@ class AnalyzeOptions(BaseModel):
     cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
     moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor: expert inputs padded "
                                        "to it (AllToAll, expert GEMMs, permute)")
+    moe_router_group_limited: bool = Field(False, description="MoE router selects experts within the top "
+                                           "groups first (--moe-router-num-groups / --moe-router-group-topk)")
+    moe_aux_loss: bool = Field(False, description="MoE auxiliary load-balancing loss computed "
+                               "(--moe-aux-loss-coeff > 0)")
+    moe_dispatch_probs: bool = Field(False, description="MoE AllToAll dispatcher sends the routing probabilities "
+                                     "in an AllToAll of their own (Megatron-Core >= 0.13)")
     moe_load_imbalance: float | None = Field(None, ge=1, description="dropless MoE routing: routed tokens of the "
                                              "busiest EP rank / the mean (None: capacity-bound, padded)")
     distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (ZeRO-1 sharding)")
@@ -158,6 +172,9 @@ class AnalyzeOptions(BaseModel):
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or "
                                                           "flash1 (FlashAttention 1.x)")
+    main_grad_dtype: MainGradDtype = Field(MainGradDtype.FP32, description="main_grad buffer the weight-gradient "
+                                           "GEMM accumulates into: fp32, or fp16 (Megatron-LM fp16 without "
+                                           "--accumulate-allreduce-grads-in-fp32)")
     deepspeed_zero3: DeepSpeedZero3 | None = Field(None, exclude=True, description="ZeRO-3 as DeepSpeed runs it "
                                                    "(None: per-block FSDP)")
     calibration: Calibration | None = Field(None, exclude=True, description="measured α/B and GEMM efficiency")

@@ -158,7 +158,7 @@ def _deepspeed_reason(ds: DeepSpeedZero3, kept: str, slow: str, unit: FsdpUnit |
 
 
 def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float,
-        unit: FsdpUnit | None = None) -> OverlapAssumption:
+        unit: FsdpUnit | None = None, gather_passes: int = 1) -> OverlapAssumption:
     zero = max(config.zero_stage, 1 if options.distributed_optimizer else 0)
     slow = f"compute {100 * options.overlap_compute_slowdown:.1f} % slower while they overlap it"
     if zero == 3:
@@ -169,6 +169,9 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float,
                                      "ReduceScatter", "nothing (critical path)", "overlap_grad_reduce off", exposed)
         return _fsdp(options, exposed, slow, unit)
     what = "gradient AllReduce" if zero == 0 else "gradient ReduceScatter + updated-parameter AllGather"
+    if zero >= 1 and gather_passes > 1:  # Megatron-Core's ChainedOptimizer (analyze.chained_optimizer)
+        what += (f" (x{gather_passes}: the dense and the expert DistributedOptimizer each gather every "
+                 "parameter bucket)")
     if not options.overlap_grad_reduce:
         return OverlapAssumption("dp", what, "nothing (after the backward pass)",
                                  "overlap_grad_reduce off (2022-era Megatron-LM train_step)", exposed)
@@ -181,10 +184,13 @@ def _dp(config: ParallelConfig, options: AnalyzeOptions, exposed: float,
 
 
 def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown: dict[str, float],
-                     cp_slowdown: float | None = None, fsdp_unit: FsdpUnit | None = None) -> list[OverlapAssumption]:
+                     cp_slowdown: float | None = None, fsdp_unit: FsdpUnit | None = None,
+                     gather_passes: int = 1) -> list[OverlapAssumption]:
     """The overlap assumed for every dimension of degree > 1 (module docstring); ``cp_slowdown``: κ of the
     ring's overlapped attention (:func:`distcalc.analyze.cp_ring.ring_slowdown`; default
-    ``overlap_compute_slowdown``); ``fsdp_unit``: one FSDP unit's collectives and compute (ZeRO-3)."""
+    ``overlap_compute_slowdown``); ``fsdp_unit``: one FSDP unit's collectives and compute (ZeRO-3);
+    ``gather_passes``: how many times the step's parameter AllGather runs
+    (:func:`distcalc.analyze.chained_optimizer.step_param_gather_passes`)."""
     out: list[OverlapAssumption] = []
     if config.tp > 1:
         out.append(_tp(options, breakdown.get("tp_exposed_s", 0.0)))
@@ -198,5 +204,5 @@ def assumed_overlaps(config: ParallelConfig, options: AnalyzeOptions, breakdown:
     if config.pp > 1:
         out.append(_pp(options, breakdown.get("pp_p2p_s", 0.0)))
     if config.data_parallel * config.cp > 1:
-        out.append(_dp(config, options, breakdown.get("dp_exposed_s", 0.0), fsdp_unit))
+        out.append(_dp(config, options, breakdown.get("dp_exposed_s", 0.0), fsdp_unit, gather_passes))
     return out

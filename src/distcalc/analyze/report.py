@@ -13,6 +13,7 @@ import numpy as np
 
 from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
+from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.cp_ring import ring_slowdown
 from distcalc.analyze.options import AnalyzeOptions, moe_slot_factor
 from distcalc.analyze.overlaps import FsdpUnit, assumed_overlaps
@@ -234,7 +235,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         overlaps=[o.to_dict() for o in assumed_overlaps(
             config, options, breakdown, _cp_slowdown(cluster, config, options, device),
             FsdpUnit(*(f(k) for k in ("fsdp_ag_unit_s", "fsdp_rs_unit_s", "fsdp_ar_unit_s", "block_forward_s",
-                                      "block_backward_s")), kept_blocks=f("ds_kept_blocks")))],
+                                      "block_backward_s")), kept_blocks=f("ds_kept_blocks")),
+            step_param_gather_passes(options.distributed_optimizer, options.overlap_param_gather, spec.is_moe))],
     )
     if tokens is not None:
         report.tokens_budget = float(tokens)

@@ -8,18 +8,20 @@ tests, or the same test twice); lines that are not table rows (MPI warnings, "Av
 The collective comes from ``# Collective test starting: NAME`` (nccl-tests ≥ 2.13) or from the command line
 echoed above the run (``…/all_reduce_perf …``), else from the busbw/algbw ratio and the reduction column.
 
-Fit: per (collective, ranks, nodes) the two columns' mean time per size is fitted with ``t = a + c·M`` in up to
-three consecutive size ranges — NCCL switches protocol with size (LL → LL128 → Simple, ``src/graph/tuning.cc``),
-so a sweep can show up to three regimes; the best edges are searched exhaustively and a range is added only where it at
-least halves the squared relative error (each range ≥ 3 sizes), the rule :mod:`distcalc.calibration.fit` uses for two. The spread of a size is
-the relative difference of its out-of-place and in-place times. α and B follow :mod:`.collectives` (α = a /
-steps, B = φ / c of NCCL's ring).
+Fit: per (collective, ranks, nodes) the two columns' mean time per size is fitted with ``t = a + c·M`` in
+consecutive size ranges — NCCL switches protocol with size (LL → LL128 → Simple, ``src/graph/tuning.cc``) and
+runs fewer channels below ``channels × threads × threshold`` bytes (``src/enqueue.cc`` getAlgoInfo), so a sweep
+shows several regimes. For each number of ranges (1 … :data:`MAX_REGIMES`, each ≥ 3 sizes) the edges with the
+least squared relative error are found exactly (dynamic programming); the number kept is the one with the lowest
+small-sample Akaike criterion AICc (Hurvich & Tsai, Biometrika 76(2), 1989), counting three parameters per range
+(intercept, slope, edge) less one, so a range is added only where it pays for its parameters. The
+spread of a size is the relative difference of its out-of-place and in-place times. α and B follow
+:mod:`.collectives` (α = a / steps, B = φ / c of NCCL's ring).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 import re
 from dataclasses import dataclass
@@ -38,7 +40,12 @@ TESTS = {"all_reduce": "all-reduce", "all_gather": "all-gather", "reduce_scatter
 _DEVICE = re.compile(r"^#\s+Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+\d+\s+\[[^\]]*\]\s+(.*)$")
 _TEST_NAME = re.compile(r"([a-z_]+)_perf")
 _GPUS_PER_THREAD = re.compile(r"\bnGpus\s+(\d+)")
-MAX_REGIMES = 3
+#: The most ranges tried: NCCL's three protocols, each of which can also run channel-limited (fewer channels
+#: below ``channels × threads × threshold`` bytes, ``src/enqueue.cc`` getAlgoInfo) — AICc picks how many are used.
+MAX_REGIMES = 6
+#: nccl-tests prints times to about four significant digits (``src/common.cu``: ``%7.2f`` µs below 100 µs,
+#: ``%7.1f`` below 10 ms, ``%7.0f`` above): relative differences below 1e-4 are not in the data.
+PRINTED_RELATIVE_RESOLUTION = 1e-4
 
 
 @dataclass(frozen=True)
@@ -165,33 +172,62 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
 
 
 def fit_regimes(sizes: np.ndarray, times: np.ndarray) -> tuple[list[Segment], str]:
-    """Up to :data:`MAX_REGIMES` consecutive ``a + c·M`` ranges (module docstring); returns segments and why."""
+    """Consecutive ``a + c·M`` ranges, as many as AICc picks (module docstring); returns segments and why."""
     order = np.argsort(sizes)
     sizes, times = np.asarray(sizes, float)[order], np.asarray(times, float)[order]
     n = sizes.size
-    bounds = [0, n]
-    best_cost = _cost(sizes, times, bounds)
-    reasons = [f"1 regime: squared relative error {best_cost:.3g}"]
-    for regimes in range(2, MAX_REGIMES + 1):  # exhaustive over the inner edges, each range ≥ 3 sizes
-        trial = None
-        for inner in itertools.combinations(range(MIN_SEGMENT_POINTS, n - MIN_SEGMENT_POINTS + 1), regimes - 1):
-            candidate = [0, *inner, n]
-            if min(np.diff(candidate)) < MIN_SEGMENT_POINTS:
-                continue
-            cost = _cost(sizes, times, candidate)
-            if trial is None or cost < trial[0]:
-                trial = (cost, candidate)
-        if trial is None or trial[0] > 0.5 * best_cost:
-            break
-        best_cost, bounds = trial
-        reasons.append(f"{regimes} regimes: {best_cost:.3g}")
+    best_bounds = _best_partitions(sizes, times)
+    scored = []
+    for regimes, (cost, bounds) in sorted(best_bounds.items()):
+        score = aicc(cost, n, 3 * regimes - 1)
+        if math.isfinite(score):
+            scored.append((score, regimes, cost, bounds))
+    if not scored:  # too few sizes for AICc's small-sample term: one line
+        bounds = [0, n]
+        reasons = f"1 regime: {n} sizes are too few to compare regime counts"
+    else:
+        _, chosen, _, bounds = min(scored)
+        reasons = "; ".join(f"{k} regime{'s' * (k > 1)}: squared relative error {c:.3g}, AICc {a:.1f}"
+                            for a, k, c, _ in scored) + f" → {chosen}"
     segments = []
     for lo, hi in zip(bounds[:-1], bounds[1:]):
         a, c = fit_line(sizes[lo:hi], times[lo:hi])
         low = 0.0 if lo == 0 else math.sqrt(sizes[lo - 1] * sizes[lo])
         high = math.inf if hi == sizes.size else math.sqrt(sizes[hi - 1] * sizes[hi])
         segments.append(Segment(a, c, low, high))
-    return segments, "; ".join(reasons)
+    return segments, reasons
+
+
+def aicc(cost: float, points: int, parameters: int) -> float:
+    """Akaike's criterion with the small-sample correction (Hurvich & Tsai 1989) for a least-squares fit whose
+    residual sum of squares is ``cost``: ``n·ln(RSS/n) + 2p + 2p(p+1)/(n−p−1)``; inf where ``n ≤ p + 1``.
+    Residuals below the printed precision (:data:`PRINTED_RELATIVE_RESOLUTION`) count as that precision, so an
+    exact fit is not "improved" by rounding noise."""
+    if points <= parameters + 1:
+        return math.inf
+    rss = max(cost, points * PRINTED_RELATIVE_RESOLUTION ** 2)
+    return points * math.log(rss / points) + 2 * parameters + 2 * parameters * (parameters + 1) / (
+        points - parameters - 1)
+
+
+def _best_partitions(sizes: np.ndarray, times: np.ndarray) -> dict[int, tuple[float, list[int]]]:
+    """For 1 … :data:`MAX_REGIMES` ranges (each ≥ :data:`MIN_SEGMENT_POINTS` sizes): the least squared relative
+    error and its edges, exactly, by dynamic programming over the range ends."""
+    n = sizes.size
+    cost = {(lo, hi): _cost(sizes, times, [lo, hi])
+            for lo in range(n) for hi in range(lo + MIN_SEGMENT_POINTS, n + 1)}
+    table: dict[tuple[int, int], tuple[float, list[int]]] = {(0, 0): (0.0, [0])}
+    out = {}
+    for regimes in range(1, MAX_REGIMES + 1):
+        for hi in range(MIN_SEGMENT_POINTS, n + 1):
+            options = [(table[(regimes - 1, lo)][0] + cost[(lo, hi)], table[(regimes - 1, lo)][1] + [hi])
+                       for lo in range(hi - MIN_SEGMENT_POINTS + 1) if (regimes - 1, lo) in table]
+            if options:
+                table[(regimes, hi)] = min(options, key=lambda o: o[0])
+        if (regimes, n) not in table:
+            break
+        out[regimes] = table[(regimes, n)]
+    return out
 
 
 def _cost(sizes: np.ndarray, times: np.ndarray, bounds: list[int]) -> float:

@@ -1,6 +1,7 @@
-"""``distcalc bench collectives|gemm|training`` (rendering only).
+"""``distcalc bench collectives|gemm|training``: options, runs and the progress bar.
 
-The measurements live in :mod:`distcalc.bench`, the fits in :mod:`distcalc.calibration`.
+The measurements live in :mod:`distcalc.bench`, the fits in :mod:`distcalc.calibration`, the tables in
+:mod:`distcalc.render.tables.bench` and the figure in :mod:`distcalc.render.plots.bench`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from typing import Annotated, Any, Iterator, Optional
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from distcalc.cli.checks import (
     MAX_LOCAL_RANKS, MAX_REPEATS, MAX_TIMEOUT_S, check_float, check_host_memory, check_ranges,
@@ -20,7 +20,8 @@ from distcalc.cli.common import console, emit_json, error_console, handle_errors
 from distcalc.errors import BenchError
 from distcalc.inputs import excerpt
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.units import format_rate, format_size, format_time, parse_size_range
+from distcalc.units import parse_size_range
+from distcalc.render.tables.bench import print_bench_collectives, print_bench_gemm, print_bench_training
 
 bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps with torch.distributed.",
                         no_args_is_help=True)
@@ -141,7 +142,7 @@ def collectives_command(
                                backend=job["backend"], world_size=len(results), device=device)
     payload["output_file"] = _write(payload, output)
     if plot:
-        from distcalc.bench.plot import plot_busbw
+        from distcalc.render.plots.bench import plot_busbw
 
         payload["plot_file"] = str(plot_busbw(rows, plot))
     if json_output:
@@ -152,14 +153,7 @@ def collectives_command(
 
         print(nccl_tests_text(payload), end="")
         return
-    table = Table(title=f"{payload['backend']} · {payload['world_size']} ranks · {payload['hardware']['cpu']}")
-    for column in ("collective", "tier", "size", "time (median)", "p99", "algbw", "busbw"):
-        table.add_column(column, justify="left" if column in ("collective", "tier") else "right")
-    for row in rows:
-        table.add_row(row["collective"], row["tier"], format_size(row["size_bytes"]), format_time(row["time_s"]),
-                      format_time(row["p99_time_s"]), format_rate(row["algbw_bytes_per_s"]),
-                      format_rate(row["busbw_bytes_per_s"]))
-    console.print(table)
+    print_bench_collectives(payload, rows)
     console.print(f"wrote {payload['output_file']}" + (f" and {payload['plot_file']}" if plot else ""))
 
 
@@ -221,26 +215,10 @@ def training_command(
     if json_output:
         emit_json(payload)
     else:
-        _print_training(comparison, payload["output_file"])
+        print_bench_training(comparison, payload["output_file"])
     if not comparison["match"]:
         typer.echo("error: counted bytes differ from distcalc's prediction (see counts/predicted_messages)", err=True)
         raise typer.Exit(1)
-
-
-def _print_training(c: dict[str, Any], path: Optional[str]) -> None:
-    table = Table(title=f"bench training --mode {c['mode']} · {c['world_size']} ranks")
-    for column in ("quantity", "measured", "distcalc"):
-        table.add_column(column, justify="left" if column == "quantity" else "right")
-    table.add_row("bytes (Σ ranks, NCCL M)", f"{c['counted_bytes']:,}", f"{c['predicted_bytes']:,}")
-    table.add_row("calls per rank", str(c["counted_calls_per_rank"]), str(c["predicted_calls_per_rank"]))
-    table.add_row("parameters per rank", str(c["parameters_per_rank"][0]), str(c["predicted_parameters_per_rank"]))
-    predicted_time = c.get("predicted_step_time_s")
-    table.add_row("step time", format_time(c["step_time_s"]), format_time(predicted_time) if predicted_time else "—")
-    predicted_memory = c.get("predicted_memory_bytes")
-    table.add_row("peak memory", format_size(c["peak_memory_bytes"]),
-                  format_size(predicted_memory) if predicted_memory else "—")
-    console.print(table)
-    console.print(("counted == predicted" if c["match"] else "[red]MISMATCH[/red]") + (f"; wrote {path}" if path else ""))
 
 
 @bench_app.command("gemm")
@@ -306,13 +284,7 @@ def gemm_command(
     if json_output:
         emit_json(payload)
         return
-    table = Table(title=f"GEMM throughput · {used} · {dtype}")
-    for column in ("gemm", "T", "m×n×k", "time", "throughput"):
-        table.add_column(column, justify="left" if column == "gemm" else "right")
-    for row in rows:
-        table.add_row(row["name"], str(row["tokens"]), f"{row['m']}×{row['n']}×{row['k']}",
-                      format_time(row["time_s"]), f"{row['flops_per_s'] / 1e9:.1f} GFLOP/s")
-    console.print(table)
+    print_bench_gemm(rows, used, dtype)
     console.print(f"wrote {payload['output_file']}")
 
 

@@ -1,18 +1,18 @@
 """``distcalc calibrate``: fit α and B per collective and tier (and the GEMM efficiency curve) to bench
-results or nccl-tests logs (rendering only; the fits live in :mod:`distcalc.calibration`)."""
+results or nccl-tests logs (options and calls; the fits live in :mod:`distcalc.calibration`, the text view in
+:mod:`distcalc.render.tables.calibrate`)."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Optional
 
 import typer
-from rich.table import Table
 
 from distcalc.cli.bench_cmd import JsonOption
 from distcalc.cli.common import console, emit_json, handle_errors
 from distcalc.errors import BenchError
 from distcalc.outputs import check_output_path
-from distcalc.units import format_rate, format_size, format_time
+from distcalc.render.tables.calibrate import print_calibration
 
 
 def calibrate_command(
@@ -50,7 +50,7 @@ def calibrate_command(
     if json_output:
         emit_json(payload)
         return
-    _print_calibration(payload)
+    print_calibration(payload)
     if plot:
         console.print(f"plot written to {payload['plot_file']}")
 
@@ -58,11 +58,12 @@ def calibrate_command(
 def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[str]) -> Any:
     """Measured and fitted busbw of every nccl-tests fit, plus NCCL's model on ``cluster`` when given, timed as
     nccl-tests times it with the run's ``-g`` (the host's launch floor, :mod:`distcalc.collective.nccl_launch`)."""
-    from distcalc.cli.collective_cluster import load_cli_cluster, nccl_estimates
+    from distcalc.jobs.collective import load_cli_cluster
+    from distcalc.jobs.nccl import nccl_estimates
     from distcalc.collective.busbw import busbw_factor
     from distcalc.collective.nccl_cluster import nccl_system
     from distcalc.collective.nccl_launch import nccl_tests_period_s
-    from distcalc.plots_collective import plot_busbw_overlay
+    from distcalc.render.plots.collective import plot_busbw_overlay
 
     series: dict[str, tuple[list[float], list[float]]] = {}
     for index, fit in enumerate(f for f in fits if f.get("source") == "nccl-tests"):
@@ -81,31 +82,6 @@ def _plot_nccl_tests(fits: list[dict[str, Any]], path: str, cluster: Optional[st
         raise BenchError("--plot draws nccl-tests fits: pass an nccl-tests log")
     return plot_busbw_overlay(series, path, title="nccl-tests busbw: measured, fitted" +
                               (f", NCCL model on {cluster}" if cluster else ""))
-
-
-def _print_calibration(payload: dict[str, Any]) -> None:
-    for fit in payload["fits"]:
-        table = Table(title=(f"{fit['collective']} ({fit['tier']}, N={fit['group_size']}, {fit['algorithm']}): "
-                             f"α = {format_time(fit['latency_s'])}, B = {format_rate(fit['bandwidth_bytes_per_s'])}, "
-                             f"RMS error {fit['rms_relative_error']:.1%}"), caption=fit["decision"])
-        for column in ("size", "measured", "fit", "residual", "spread (p99)"):
-            table.add_column(column, justify="right")
-        for r in fit["residuals"]:
-            table.add_row(format_size(r["size_bytes"]), format_time(r["measured_s"]), format_time(r["predicted_s"]),
-                          f"{r['relative_error']:+.1%}", f"{r['relative_spread']:.1%}")
-        console.print(table)
-    if payload.get("compute"):
-        c = payload["compute"]
-        p = c["parameters"]
-        console.print(f"GEMM model ({c['device']}): η_core = {p['gemm_core_efficiency']:.3f}, "
-                      f"η_mem = {p['memory_efficiency']:.3f}, t0 = {format_time(p['kernel_overhead_s'])}, "
-                      f"RMS error {c['rms_relative_error']:.1%}")
-    for block in payload.get("holdout", []):
-        within = sum(p["within"] for p in block["points"])
-        console.print(f"held-out {block['collective']} ({block['tier']}): {within}/{len(block['points'])} odd sizes "
-                      "within max(own spread, 25%): " + ", ".join(f"{p['relative_error']:+.0%}" for p in block["points"]))
-    if payload["calibration_file"]:
-        console.print(f"wrote {payload['calibration_file']}")
 
 
 def register(app: typer.Typer) -> None:

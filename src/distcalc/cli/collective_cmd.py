@@ -1,67 +1,32 @@
-"""``distcalc collective KIND`` and ``distcalc topologies`` (rendering only; the costs live in
-:mod:`distcalc.collective`, :mod:`distcalc.p2p` and :mod:`distcalc.topology`)."""
+"""``distcalc collective KIND`` and ``distcalc topologies``: options and calls (the costs live in
+:mod:`distcalc.collective`, :mod:`distcalc.p2p` and :mod:`distcalc.topology`; the text views in
+:mod:`distcalc.render.tables.collective`)."""
 
 from __future__ import annotations
 
 from typing import Any, Optional
 
-import numpy as np
 import typer
-from rich.table import Table
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
-from distcalc.cli.collective_cluster import render_nccl
 from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
-from distcalc.collective.busbw import algbw_busbw
 from distcalc.jobs.collective import (
-    DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, result_dict, run_collective,
+    DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, run_collective,
 )
 from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.p2p import SEND_RECV
 from distcalc.errors import ConfigError
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.topology import KINDS as TOPOLOGY_KINDS
-from distcalc.topology import Topology, TopologyKind, kind_traits, make_topology
-from distcalc.units import format_rate, format_size, format_time, parse_size_range
-
-def _render_single(kind: str, size: int, topo: Topology, records: list, bound: float) -> None:
-    table = Table(title=f"{kind} of {format_size(size)} on {topology_summary(topo)}")
-    for column in ("algorithm", "formula", "time", "latency term", "bandwidth term", "steps", "sent/GPU",
-                   "algbw", "busbw"):
-        table.add_column(column, justify="left" if column in ("algorithm", "formula") else "right")
-    for record in records:
-        row = result_dict(record, kind, topo)
-        table.add_row(row["algorithm"], str(row["formula_id"]), format_time(row["time_s"]),
-                      format_time(row["latency_term_s"]), format_time(row["bandwidth_term_s"]), str(row["steps"]),
-                      format_size(row["bytes_sent_per_gpu"]), _rate(row["algbw_bytes_per_s"]),
-                      _rate(row["busbw_bytes_per_s"]))
-    console.print(table)
-    best = min(records, key=lambda r: r.time_s)
-    console.print(f"best: [bold]{best.algorithm.value}[/bold] {format_time(best.time_s)}    "
-                  f"lower bound: {format_time(bound)}")
-
-
-def _rate(value: float) -> str:
-    return "-" if not np.isfinite(value) else format_rate(value)
-
-
-def topology_summary(topo: Topology) -> str:
-    if topo.kind == TopologyKind.HIERARCHICAL:
-        return (f"hierarchical {topo.nodes}×{topo.gpus_per_node} GPUs (intra {format_rate(topo.bandwidth_bytes_per_s)}"
-                f", {format_time(topo.latency_s)}; inter {format_rate(float(topo.inter_bandwidth_bytes_per_s))}, "
-                f"{format_time(float(topo.inter_latency_s))})")
-    shape = f" {'x'.join(map(str, topo.shape))}" if kind_traits(topo.kind).shaped else ""
-    if topo.kind == TopologyKind.TREE and topo.gpus > 1:
-        over = f", uplinks {topo.oversubscription:g}:1" if topo.nodes > 1 else ""
-        return (f"tree of {topo.gpus} GPUs [{topo.leaf_layout}{over}] ({format_rate(topo.bandwidth_bytes_per_s)}, "
-                f"{format_time(topo.latency_s)})")
-    return (f"{topo.kind.value}{shape} of {topo.gpus} GPUs ({format_rate(topo.bandwidth_bytes_per_s)}, "
-            f"{format_time(topo.latency_s)})")
+from distcalc.topology import Topology, make_topology
+from distcalc.units import parse_size_range
+from distcalc.render.tables.collective import (print_collective_range, print_collective_single, print_nccl_estimates,
+                                             print_topologies, topology_summary)
 
 
 def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src: int, dst: int) -> None:
-    from distcalc.plots_collective import plot_time_vs_size
+    from distcalc.render.plots.collective import plot_time_vs_size
 
     sweep = sizes if len(sizes) > 1 else parse_size_range(DEFAULTS["plot_sweep"])
     series: dict[str, list] = {}
@@ -154,9 +119,9 @@ def collective_command(
         emit_json(dict(payload, calibration=calibration) if calibration else payload)
         return
     if len(sizes) == 1:
-        _render_single(kind_name, sizes[0], topo, per_size[0][1], bounds[0])
+        print_collective_single(kind_name, sizes[0], topo, per_size[0][1], bounds[0])
     else:
-        _render_range(kind_name, topo, per_size, bounds)
+        print_collective_range(kind_name, topo, per_size, bounds)
     if plot:
         console.print(f"plot written to {plot}")
 
@@ -184,19 +149,7 @@ def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
     if json_output:
         emit_json(nccl_json(run, request.gpus))
     else:
-        render_nccl(run["kind"], run["estimates"], run["cluster"], request.gpus)
-
-
-def _render_range(kind: str, topo: Topology, per_size: list, bounds: list) -> None:
-    table = Table(title=f"{kind} on {topology_summary(topo)}")
-    for column in ("size", "algorithm", "time", "algbw", "busbw", "lower bound"):
-        table.add_column(column, justify="left" if column == "algorithm" else "right")
-    for (size, records), bound in zip(per_size, bounds):
-        for record in records:
-            algbw, busbw = algbw_busbw(kind, size, record.time_s, topo.gpus)
-            table.add_row(format_size(size), record.algorithm.value, format_time(record.time_s), _rate(algbw),
-                          _rate(busbw), format_time(bound))
-    console.print(table)
+        print_nccl_estimates(run["kind"], run["estimates"], run["cluster"], request.gpus)
 
 
 def topologies_command(
@@ -218,14 +171,7 @@ def topologies_command(
     if json_output:
         emit_json({"gpus": gpus, "topologies": entries})
         return
-    table = Table(title=f"Topologies and their algorithms (N = {gpus})", show_lines=True)
-    table.add_column("topology")
-    table.add_column("description")
-    table.add_column("algorithms per collective")
-    for entry in entries:
-        lines = "\n".join(f"{name}: {', '.join(algs)}" for name, algs in entry["algorithms"].items())
-        table.add_row(entry["kind"], entry["description"], lines)
-    console.print(table)
+    print_topologies(gpus, entries)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,7 +1,8 @@
 """Shared CLI plumbing: error handling (exit 2, no traceback), JSON output, option parsers.
 
-Every command module in ``distcalc.cli`` exposes ``register(app: typer.Typer)`` and renders only; the
-computation lives in the library modules.
+Every command module in ``distcalc.cli`` exposes ``register(app: typer.Typer)``, parses its options, calls its
+job and hands the typed result to :mod:`distcalc.render` (tables, figures); the computation lives in the
+library modules. The consoles and header lines are :mod:`distcalc.render.console`'s, re-exported here.
 """
 
 from __future__ import annotations
@@ -13,19 +14,14 @@ from pathlib import Path
 from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
-from rich.console import Console
 
 from distcalc.errors import DistcalcError
 from distcalc.inputs import shorten
 from distcalc.jobs.messages import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
+from distcalc.render.console import console, error_console, print_line, settings_line  # noqa: F401 (the commands' names)
 from distcalc.run_file import DEFAULTS, load_run_file
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
-
-# Piped output (README examples, CI logs) gets a wide fixed width instead of rich's 80-column default,
-# so tables are not truncated to 'algor…'.
-console = Console(width=None if sys.stdout.isatty() else 140)
-error_console = Console(stderr=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -139,18 +135,6 @@ def setting_origins(values: dict[str, Any], origins: dict[str, str]) -> dict[str
     """``{name: {"value": v, "origin": "default" | "command line" | "run file" | …}}`` for the report header."""
     return {name: {"value": to_jsonable(value), "origin": origins.get(name, "derived")}
             for name, value in values.items()}
-
-
-def settings_line(settings: dict[str, dict[str, Any]]) -> str:
-    """``settings: model llama3-8b (default) · gpus 256 (command line) · …``."""
-    parts = [f"{name.replace('_', '-')} {entry['value']} ({entry['origin']})" for name, entry in settings.items()
-             if entry["value"] is not None]
-    return "settings: " + " · ".join(parts)
-
-
-def print_line(text: str) -> None:
-    """Print one header line unwrapped (``hardware: …``, ``settings: …``, ``does not fit: …``)."""
-    console.print(text, soft_wrap=True)
 
 
 def print_link_hardware(request: Any, gpus: int, json_output: bool) -> None:

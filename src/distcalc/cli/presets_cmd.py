@@ -6,11 +6,10 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
 
-from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.cli.common import emit_json, handle_errors
 from distcalc.jobs.presets import presets_payload
-from distcalc.presets_catalog import PresetKind
+from distcalc.render.tables.presets import print_presets
 
 
 def register(app: typer.Typer) -> None:
@@ -28,11 +27,4 @@ def register(app: typer.Typer) -> None:
         if json_output:
             emit_json(data)
             return
-        for name, rows in ((k.value, data[k.value]) for k in PresetKind if k.value in data):
-            table = Table(title=f"{name} ({len(rows)})", show_lines=False)
-            table.add_column("name", no_wrap=True)
-            table.add_column("key numbers")
-            table.add_column("source")
-            for row in rows:
-                table.add_row(row["name"], row["key numbers"], row["source"])
-            console.print(table)
+        print_presets(data)

@@ -1,48 +1,20 @@
-"""``distcalc simulate KIND``: execute a collective's schedule on simulated ranks (rendering only; the
-simulator lives in :mod:`distcalc.simulate`)."""
+"""``distcalc simulate KIND``: execute a collective's schedule on simulated ranks (options and calls; the
+simulator lives in :mod:`distcalc.simulate`, the text view in :mod:`distcalc.render.tables.simulate`)."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 import typer
-from rich.table import Table
 
 from distcalc.cli.checks import check_ranges
-from distcalc.cli.collective_cmd import check_topology_options, topology_summary
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
+from distcalc.cli.collective_cmd import check_topology_options
+from distcalc.cli.common import ClusterOption, GpuOption, emit_json, handle_errors, print_link_hardware
 from distcalc.jobs.collective import DEFAULTS
 from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
-from distcalc.simulate import SimulationResult, node_name
 from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
-from distcalc.units import format_size, format_time
-
-
-def _render(results: list[SimulationResult], plot: Optional[str]) -> None:
-    first = results[0]
-    table = Table(title=f"simulated {first.collective} of {format_size(first.size_bytes)} on "
-                        f"{topology_summary(first.topology)} ({first.timing.mode.value} timing)")
-    for column in ("algorithm", "ok", "simulated", "analytic", "sim/ana", "steps", "sent/GPU", "busiest link",
-                   "its bytes"):
-        table.add_column(column, justify="left" if column in ("algorithm", "busiest link") else "right")
-    for r in results:
-        a = r.analytic
-        ratio = r.time_s / a.time_s if a.time_s else 1.0
-        link = r.busiest_link
-        where = "-" if link is None else f"{node_name(link.src)}→{node_name(link.dst)}"
-        link_bytes = 0.0 if link is None else float(r.timing.link_bytes[r.timing.links.index(link)])
-        table.add_row(r.algorithm, "[green]yes[/green]" if r.verified else "[red]NO[/red]", format_time(r.time_s),
-                      format_time(float(a.time_s)), f"{ratio:.4f}", f"{r.steps}/{int(a.steps)}",
-                      format_size(r.bytes_sent_per_gpu), where, format_size(link_bytes))
-    console.print(table)
-    console.print("steps: simulated/analytic; sim/ana = simulated time / analytic time; busiest link = the link "
-                  "busy longest (bytes / bandwidth)")
-    for r in results:
-        if not r.verified:
-            console.print(f"[red]{r.execution.message}[/red]")
-    if plot:
-        console.print(f"plot written to {plot}")
+from distcalc.render.tables.simulate import print_simulation
 
 
 def simulate_command(
@@ -95,7 +67,7 @@ def simulate_command(
     print_link_hardware(request, gpus, json_output)
     results, every = run_simulate(request, allow_files=True)
     if plot:
-        from distcalc.simulate.plot import plot_simulation
+        from distcalc.render.plots.simulate import plot_simulation
 
         plot_simulation(results[0], plot)
     if json_output:
@@ -104,7 +76,7 @@ def simulate_command(
             payload["plot"] = plot
         emit_json(payload)
         return
-    _render(results, plot)
+    print_simulation(results, plot)
 
 
 def register(app: typer.Typer) -> None:

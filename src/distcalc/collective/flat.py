@@ -169,8 +169,8 @@ def double_binary_tree_allreduce(n: int, m: Any, b: float, a: float) -> Terms:
     N = 3, where both of NCCL's trees are chains (0 ← 2 ← 1 and 1 ← 0 ← 2): no GPU has two children, the
     busiest (rank 0) sends M/2 down one chain and M/2 up and down the other. Over N = 3 … 299 only N = 3
     differs from 2 (``nccl_dtree_parents``). The bandwidth part is the k → ∞ limit: a pipeline of k segments
-    takes k + 2D − 1 α-steps (simulator). Source: NCCL trees.cc L32/L90; tuning.cc L378-381 (tree algBw =
-    busBw/2) [V]; egress load [D]."""
+    takes k + 2D − 1 α-steps, priced by ``pipelined_tree.dbt_allreduce_segments``. Source: NCCL trees.cc
+    L32/L90; tuning.cc L378-381 (tree algBw = busBw/2) [V]; egress load [D]."""
     lg = ceil_log2(n)
     factor = dbt_egress_factor(n)
     return simple(2 * lg, a, factor * m / b, factor * m)

@@ -47,14 +47,23 @@ def rail_ring_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float,
 
 
 def chain_dbt_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
-    """H03 NCCL Tree: intra-node chain + inter-node double binary tree, pipelined:
-    2(g−1)α1 + 2⌈log2 n⌉α2 + max(2M/B1, c_n·M/(g·B2)), c_n = 0, 1, 1.5, 2 for n = 1, 2, 3, ≥ 4 (the busiest
-    head's rail egress in the node tree, F18's factor: at n = 3 both trees are chains); sends 2M.
+    """H03 NCCL Tree: intra-node chain + inter-node double binary tree, pipelined (k → ∞):
+    2(g−1)α1 + 2⌈log2 n⌉α2 + max(2(g−1)/g·M/B1, c_n·M/(g·B2)), c_n = 0, 1, 1.5, 2 for n = 1, 2, 3, ≥ 4 (the
+    busiest head's rail egress in the node tree, F18's factor: at n = 3 both trees are chains); the busiest GPU
+    sends (2(g−1) + c_n)/g·M.
+
+    Intra-node term: g channels, one per NIC rail, each on M/g, whose chains start at their own rail's GPU
+    (``pipelined_tree.chain_dbt_trees``), so every GPU is a chain's head once and its tail once and sends
+    2(g−1)·M/g over NVLink. The spec prints 2M/B1 (a GPU in the middle of every chain); the executed schedule
+    and its finite-k form (``pipelined_tree.chain_dbt_allreduce_segments``, k → ∞) give 2(g−1)/g, which at
+    g = 2 is F18's own two-rank factor 1. reference_cases.csv's one-node rows (N = 2, 8) are checked with the
+    corrected term (tests/test_collective_reference.py ``CORRECTED``).
     Source: NCCL tuning.cc L415-417 (latency 2((ppn−1)·intra + log2(nNodes)·inter)) [V]; bandwidth [D]."""
     c_n = dbt_egress_factor(n)
-    bw = max(2 * m / b1, c_n * m / (g * b2)) if isinstance(m, float) else np.maximum(2 * m / b1, c_n * m / (g * b2))
+    intra = 2 * (g - 1) / g * m / b1
+    bw = max(intra, c_n * m / (g * b2)) if isinstance(m, float) else np.maximum(intra, c_n * m / (g * b2))
     lg = ceil_log2(n)
-    return Terms(2 * (g - 1) + 2 * lg, 2 * (g - 1) * a1 + 2 * lg * a2, bw, 2 * m)
+    return Terms(2 * (g - 1) + 2 * lg, 2 * (g - 1) * a1 + 2 * lg * a2, bw, (2 * (g - 1) + c_n) / g * m)
 
 
 def astra_baseline_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:

@@ -121,6 +121,14 @@ NVLS_MAX_CHUNK_BYTES = 131072
 NVLS_MULTINODE_SLOW_CHUNK_BYTES = 32768
 NVLS_MULTINODE_SLOW_GBPS = 150.0
 NVLS_CHUNK_SHRINK = ((64, 65536), (8, 32768), (2, 16384))
+#: enqueue.cc computeColl, NVLS-Tree (both releases): the chunk starts at one Simple step (init.cc DEFAULT_BUFFSIZE
+#: 4 MiB / NCCL_STEPS 8 = 512 KiB; chunkSteps is 1 outside Ring); 2.20.5 first caps it at 64 KiB from 4 nodes up
+#: (NCCL_NVLSTREE_MAX_CHUNKSIZE, default -2); then (multiple, smaller): chunk → smaller while
+#: nBytes < multiple × nChannels × nHeads × chunk.
+NVLS_TREE_START_CHUNK_BYTES = (4 << 20) // 8
+NVLS_TREE_MANY_NODES = 4
+NVLS_TREE_MANY_NODES_CHUNK_BYTES = 65536
+NVLS_TREE_CHUNK_SHRINK = ((32, 262144), (16, 131072), (4, 65536), (1, 32768))
 #: enqueue.h NCCL_SIMPLE_ALIGNMENT = WARP_SIZE × 8 × 16 bytes (2.20.5): enqueue.cc addCBDCollToPlan rounds each
 #: channel's share of a Simple-protocol operation up to this many bytes (capped by what is left), so a message below
 #: 16 × 4 KiB runs on fewer channels than NCCL has; 2.18.5 has no per-channel split (all_reduce.h loops instead).

@@ -30,10 +30,18 @@ fitted to a measurement series:
   (128 KiB) chunks, so the rate data moves at is ``1 / (1/peak − step / (nChannels · nHeads · 128 KiB))``
   (291 GB/s on 8 H100s): large messages come out at the peak, smaller chunks pay their extra steps.
 
+NVLS-Tree (across nodes) runs the same node-local stages with its own chunk (``computeColl``: one Simple step,
+512 KiB, capped at 64 KiB from 4 nodes in 2.20.5, shrinking to 256/128/64/32 KiB while ``nBytes < 32/16/4/1 ×
+concurrentOps × chunk``), and between the node-local reduce and multicast each chunk crosses NCCL's inter-node tree
+up to the root and back down (``src/device/all_reduce.h`` 2.20.5, ``NCCL_ALGO_NVLS_TREE``: the reduce warps send to
+``treeUp``, the broadcast warps receive from it; ``src/graph/trees.cc`` ``ncclGetBtree``: depth ⌈log2 nodes⌉).
+Each hop is a store-and-forward stage of one chunk per head (the Simple protocol posts a step once it is written),
+so the pipeline fills and drains through ``2 · depth`` more stages, each carrying every channel's chunk over one
+GPU's share of the node's NICs: ``+ 2 · depth · chunk · nChannels / (NIC bandwidth per GPU)``.
+
 Scope: AllReduce. Across nodes (:func:`distcalc.collective.nccl_tuner.nccl_estimate`) the node-local
 stages are timed this way with NCCL's latency of the algorithm (network hops included) and the bandwidth
-term is never below NCCL's own; NVLS-Tree uses the NVLS chunk rules (its own, larger chunks are not
-modelled). NVLS AllGather / ReduceScatter keep NCCL's tuner time.
+term is never below NCCL's own. NVLS AllGather / ReduceScatter keep NCCL's tuner time.
 """
 
 from __future__ import annotations
@@ -42,8 +50,9 @@ import math
 
 from distcalc.collective.nccl_constants import (
     CONSTANTS, NVLS_CHUNK_SHRINK, NVLS_MAX_CHUNK_BYTES, NVLS_MULTINODE_SLOW_CHUNK_BYTES,
-    NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, SIMPLE_CHANNEL_ALIGNMENT_BYTES, NcclAlgo, NcclHw, NcclProto,
-    NcclVersion,
+    NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, NVLS_TREE_CHUNK_SHRINK, NVLS_TREE_MANY_NODES,
+    NVLS_TREE_MANY_NODES_CHUNK_BYTES, NVLS_TREE_START_CHUNK_BYTES, SIMPLE_CHANNEL_ALIGNMENT_BYTES, NcclAlgo, NcclHw,
+    NcclProto, NcclVersion,
 )
 
 #: enqueue.h NCCL_BYTES_ALIGNMENT (2.20.5): ``maxBytesPerChannel`` is rounded up to 16 bytes.
@@ -67,18 +76,40 @@ def nvls_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, hea
     return chunk
 
 
+def nvls_tree_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, heads: int, nodes: int) -> int:
+    """computeColl's NVLS-Tree chunk size (bytes) for an operation of ``size_bytes`` on ``nodes`` nodes."""
+    chunk = NVLS_TREE_START_CHUNK_BYTES
+    if version != NcclVersion.V2_18_5 and nodes >= NVLS_TREE_MANY_NODES:
+        chunk = min(chunk, NVLS_TREE_MANY_NODES_CHUNK_BYTES)
+    concurrent_ops = channels * heads
+    for multiple, smaller in NVLS_TREE_CHUNK_SHRINK:
+        if size_bytes < multiple * concurrent_ops * chunk and chunk > smaller:
+            chunk = smaller
+    return chunk
+
+
+def tree_depth(nodes: int) -> int:
+    """Depth of NCCL's binary trees over ``nodes`` nodes (trees.cc ``ncclGetBtree``): ⌈log2 nodes⌉."""
+    return max(0, nodes - 1).bit_length()
+
+
 def nvls_allreduce_terms_s(version: NcclVersion, size_bytes: float, channels: int, heads: int,
                            latency_us: float, tuner_bandwidth_gbps: float,
                            reference_tuner_bandwidth_gbps: float, nodes: int = 1,
-                           nvls_bandwidth_gbps: float = float("inf")) -> tuple[float, float]:
-    """(latency term, bandwidth term) in seconds of one NVLS all-reduce's node-local stages (module docstring).
+                           nvls_bandwidth_gbps: float = float("inf"), algorithm: NcclAlgo = NcclAlgo.NVLS,
+                           nic_gbps_per_gpu: float = float("inf")) -> tuple[float, float]:
+    """(latency term, bandwidth term) in seconds of one NVLS or NVLS-Tree all-reduce (module docstring).
 
     ``tuner_bandwidth_gbps``: NCCL's NVLS algorithm bandwidth for one node; ``reference_…``: the same for one
     8-GPU H100 node under ``version`` (the maintainer's 275 GB/s is measured there); ``nodes`` and
-    ``nvls_bandwidth_gbps`` (NCCL's NVLS bandwidth of the whole communicator) set the chunk across nodes."""
+    ``nvls_bandwidth_gbps`` (NCCL's NVLS bandwidth of the whole communicator) set the chunk across nodes;
+    ``algorithm`` NVLS-Tree takes its own chunk and the tree hops over ``nic_gbps_per_gpu`` (GB/s)."""
     if size_bytes <= 0:
         return 0.0, 0.0
-    chunk = nvls_chunk_bytes(version, size_bytes, channels, heads, nodes, nvls_bandwidth_gbps)
+    if algorithm == NcclAlgo.NVLS_TREE:
+        chunk = nvls_tree_chunk_bytes(version, size_bytes, channels, heads, nodes)
+    else:
+        chunk = nvls_chunk_bytes(version, size_bytes, channels, heads, nodes, nvls_bandwidth_gbps)
     channel_loop_bytes = heads * chunk
     loops = math.ceil(size_bytes / (channels * channel_loop_bytes))
     busiest = channel_bytes(version, size_bytes, channels, channel_loop_bytes)
@@ -88,7 +119,11 @@ def nvls_allreduce_terms_s(version: NcclVersion, size_bytes: float, channels: in
     full_loop_bytes = channels * heads * NVLS_MAX_CHUNK_BYTES
     bandwidth = 1.0 / (1.0 / peak - step_us * US / full_loop_bytes)
     latency_s = (latency_us + (loops + 1) * step_us) * US
-    return latency_s, (busiest + min(busiest, channel_loop_bytes)) * channels / bandwidth
+    bandwidth_s = (busiest + min(busiest, channel_loop_bytes)) * channels / bandwidth
+    if algorithm == NcclAlgo.NVLS_TREE:
+        head_chunk = min(chunk, busiest / heads)
+        bandwidth_s += 2 * tree_depth(nodes) * head_chunk * channels / (nic_gbps_per_gpu * GB)
+    return latency_s, bandwidth_s
 
 
 def channel_bytes(version: NcclVersion, size_bytes: float, channels: int, channel_loop_bytes: int) -> float:
@@ -106,4 +141,4 @@ def channel_bytes(version: NcclVersion, size_bytes: float, channels: int, channe
     return full_loops * channel_loop_bytes + min(rest, channel_loop_bytes)
 
 
-__all__ = ["channel_bytes", "nvls_allreduce_terms_s", "nvls_chunk_bytes"]
+__all__ = ["channel_bytes", "nvls_allreduce_terms_s", "nvls_chunk_bytes", "nvls_tree_chunk_bytes", "tree_depth"]

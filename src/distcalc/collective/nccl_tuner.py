@@ -307,14 +307,18 @@ def _nvls_executed(system: NcclSystem, version: NcclVersion, best: AlgoProtoCost
                    tuner_bw_s: float) -> tuple[float, float]:
     """(latency, bandwidth) seconds of an NVLS AllReduce as the kernel runs it (:mod:`.nccl_nvls`). Across nodes
     the node-local NVLS stages run as on one node, with NCCL's latency of the chosen algorithm (its network
-    hops included), and the bandwidth term is never below NCCL's own for it (the network part)."""
+    hops included), NVLS-Tree with its own chunk and tree hops over each GPU's share of the NICs, and the
+    bandwidth term is never below NCCL's own for it (the network part)."""
     node = replace(system, nodes=1, collnet=False)
     heads = graphs(node, version)[A.NVLS].channels  # one NVLS head per GPU of the node
     node_bw = next(e.bandwidth_gbps for e in tuning_table(node, version, K.ALL_REDUCE, [A.NVLS], [P.SIMPLE])
                    if e.algorithm == A.NVLS)
     nvls_bw = best.bandwidth_gbps if best.algorithm == A.NVLS else float("inf")  # 2.20.5 multi-node chunk cap
+    nic_per_gpu = system.nic_bandwidth_gbps * system.nics_per_node / system.gpus_per_node if system.nodes > 1 \
+        else float("inf")
     lat_s, bw_s = nvls_allreduce_terms_s(version, size, channels, heads, best.latency_us, node_bw,
-                                         _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw)
+                                         _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw,
+                                         best.algorithm, nic_per_gpu)
     return lat_s, (bw_s if system.nodes == 1 else max(bw_s, tuner_bw_s))
 
 

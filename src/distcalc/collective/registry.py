@@ -325,7 +325,7 @@ def _evaluate(kind: CollectiveKind, cand: Candidate, m: Any, topo: Topology) -> 
 def _shaped(value: Any, m: Any) -> Any:
     if np.ndim(m) == 0:
         return float(value)
-    return np.broadcast_to(np.asarray(value, dtype=float), np.shape(m)).copy()
+    return np.full(np.shape(m), value, dtype=float)  # broadcast into a new array
 
 
 def _check_size(size_bytes: Any) -> Any:

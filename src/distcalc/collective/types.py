@@ -168,5 +168,5 @@ def broadcast_steps(steps: Any, m: Any) -> Any:
     """Steps as int or int array with M's shape."""
     if np.ndim(m) == 0 and np.ndim(steps) == 0:
         return int(steps)
-    return np.broadcast_to(np.asarray(steps, dtype=int), np.shape(m)).copy()
+    return np.full(np.shape(m), steps, dtype=int)  # broadcast into a new array
 

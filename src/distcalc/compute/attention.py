@@ -60,7 +60,8 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.compute.device import DeviceCompute, compute_preset_entry, compute_preset_names, elementwise_time_s
+from distcalc.compute.device import (DeviceCompute, DropoutKernel, compute_preset_entry, compute_preset_names,
+                                     dropout_kernel, elementwise_time_s)
 from distcalc.errors import ConfigError
 from distcalc.software import AttentionKernel
 
@@ -110,25 +111,26 @@ def attention_kernel_device(device: DeviceCompute, kernel: AttentionKernel) -> D
 CUDNN_SM90_DROPOUT_OVERHEAD = (0.614 - 0.594) / 0.594
 CUDNN_SM100_DROPOUT_OVERHEAD = (0.525 - 0.480) / 0.480
 FLASH2_DROPOUT_OVERHEAD = (0.728 - 0.695) / 0.695
-#: Which fused kernel TransformerEngine runs by default per GPU preset (``DotProductAttention``: "Select
-#: FusedAttention on sm90 and FlashAttention on others"; Blackwell presets run cuDNN as on sm90, the kernel
-#: their flash rates describe): sm80 presets FlashAttention-2, Hopper cuDNN sm90, Blackwell cuDNN sm100.
-DEFAULT_DROPOUT_OVERHEAD = {
-    "a100-80gb": FLASH2_DROPOUT_OVERHEAD, "a100-40gb": FLASH2_DROPOUT_OVERHEAD, "a800-80gb": FLASH2_DROPOUT_OVERHEAD,
-    "h100-sxm": CUDNN_SM90_DROPOUT_OVERHEAD, "h200": CUDNN_SM90_DROPOUT_OVERHEAD, "h800": CUDNN_SM90_DROPOUT_OVERHEAD,
-    "h100-pcie": CUDNN_SM90_DROPOUT_OVERHEAD, "h100-nvl": CUDNN_SM90_DROPOUT_OVERHEAD,
-    "b200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb200": CUDNN_SM100_DROPOUT_OVERHEAD, "gb300": CUDNN_SM100_DROPOUT_OVERHEAD,
+#: The overhead of each measured kernel. Which kernel a GPU preset runs by default is its ``compute.yaml``
+#: field ``attention_dropout_kernel`` (TransformerEngine ``DotProductAttention``: "Select FusedAttention on
+#: sm90 and FlashAttention on others"; Blackwell presets run cuDNN as on sm90, the kernel their flash rates
+#: describe): sm80 presets FlashAttention-2, Hopper cuDNN sm90, Blackwell cuDNN sm100.
+DROPOUT_OVERHEAD = {
+    DropoutKernel.FLASH2: FLASH2_DROPOUT_OVERHEAD,
+    DropoutKernel.CUDNN_SM90: CUDNN_SM90_DROPOUT_OVERHEAD,
+    DropoutKernel.CUDNN_SM100: CUDNN_SM100_DROPOUT_OVERHEAD,
 }
 
 
 def attention_dropout_overhead(device: DeviceCompute) -> float:
-    """Fraction a fused attention kernel with dropout runs slower than without (:data:`DEFAULT_DROPOUT_OVERHEAD`
-    by the device's default kernel; the FlashAttention-2 figure where ``flash2`` or ``flash1``, the same
-    package's in-kernel dropout, was chosen); 0 for a
-    device without a measurement (TPU)."""
+    """Fraction a fused attention kernel with dropout runs slower than without (:data:`DROPOUT_OVERHEAD` of the
+    device's default kernel, its preset's ``attention_dropout_kernel``; the FlashAttention-2 figure where
+    ``flash2`` or ``flash1``, the same package's in-kernel dropout, was chosen); 0 for a device without a
+    measurement (TPU)."""
     if device.flash2_attention:
         return FLASH2_DROPOUT_OVERHEAD
-    return DEFAULT_DROPOUT_OVERHEAD.get(device.name, 0.0)
+    kernel = dropout_kernel(device.name)
+    return 0.0 if kernel is None else DROPOUT_OVERHEAD[kernel]
 
 
 def kernel_gpus(kernel: AttentionKernel) -> list[str]:

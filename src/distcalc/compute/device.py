@@ -49,12 +49,14 @@ peak); the FP8 power limit is measured on its own.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import Enum
 from typing import Any
 
 import numpy as np
 
 from distcalc.errors import ConfigError
+from distcalc.ops import SCALAR, float_array, scalar_inputs
 from distcalc.precision import Precision
 from distcalc.preset_files import read_presets
 
@@ -117,15 +119,14 @@ class DeviceCompute:
     #: the attention rates are the FlashAttention-2 package's (``--attention-kernel flash2``), not the fused
     #: kernel the stack picks by default (distcalc.compute.attention)
     flash2_attention: bool = False
+    #: HBM bytes per element that a weight-gradient GEMM's epilogue moves accumulating into ``main_grad``
+    #: (read + write): 8 for an fp32 buffer, 4 for fp16 (:class:`distcalc.software.MainGradDtype`)
+    wgrad_accumulate_bytes: float = 8.0
 
     @property
     def memory_bandwidth_bytes_per_s(self) -> float:
         """Achievable HBM bandwidth ``B_HBM·η_mem``."""
         return self.hbm_bandwidth_bytes_per_s * self.memory_efficiency
-
-
-def _ceil_div(a: ArrayLike, b: float) -> ArrayLike:
-    return np.ceil(np.divide(a, b))
 
 
 def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_bytes_per_s: float,
@@ -137,49 +138,84 @@ def tile_efficiency(tm: int, tn: int, peak_flops_per_s: float, l2_bandwidth_byte
 
 @functools.lru_cache(maxsize=64)
 def _tile_table(peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(tm, tn, ρ, large?) of every tile in :data:`TILES`, as arrays over the tiles (a pure function of the
-    device's constants, cached)."""
-    tm = np.array([t[0] for t in TILES], dtype=np.int64)
-    tn = np.array([t[1] for t in TILES], dtype=np.int64)
-    rho = np.array([tile_efficiency(a, b, peak_flops_per_s, l2_bandwidth, operand_bytes) for a, b in TILES])
-    large = np.array([t in LARGE_TILES for t in TILES])
-    return tm, tn, rho, large
+                ) -> tuple[tuple[tuple[int, int, float, float], ...], int]:
+    """((tm, tn, 2·tm·tn, P·ρ) of every tile in :data:`TILES`, the large ones first; how many are large) —
+    a pure function of the device's constants, cached."""
+    order = sorted(TILES, key=lambda tile: tile not in LARGE_TILES)
+    return (tuple((tm, tn, 2.0 * tm * tn, peak_flops_per_s * tile_efficiency(tm, tn, peak_flops_per_s, l2_bandwidth,
+                                                                              operand_bytes)) for tm, tn in order),
+            len(LARGE_TILES))
+
+
+@functools.lru_cache(maxsize=64)
+def _tile_axis(peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float, ndim: int
+               ) -> tuple[np.ndarray, ...]:
+    """:func:`_tile_table`'s columns as arrays over the tiles, the tiles a leading axis before ``ndim``
+    axes of the inputs."""
+    table, _ = _tile_table(peak_flops_per_s, l2_bandwidth, operand_bytes)
+    shape = (len(table),) + (1,) * ndim
+    return tuple(np.array(column, dtype=dtype).reshape(shape)
+                 for column, dtype in zip(zip(*table), (np.int64, np.int64, float, float)))
+
+
+def _tile_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int, tm: ArrayLike,
+                 tn: ArrayLike, tile_flops: ArrayLike, peak_rho: ArrayLike, xp: Any) -> tuple[ArrayLike, ArrayLike]:
+    """(tiles, main-loop time at η_core = 1) of the ``tm × tn`` tile: ``⌈tiles/S⌉ · 2·tm·tn·k·S / (P·ρ)``
+    (``k`` a float)."""
+    tiles = batch * (xp.ceil(m / tm) * xp.ceil(n / tn))
+    waves = xp.ceil(tiles / sm_count)
+    return tiles, waves * tile_flops * k * sm_count / peak_rho
 
 
 def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
-                     peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float = 2.0) -> ArrayLike:
+                     peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float = 2.0,
+                     xp: Any = np) -> ArrayLike:
     """Main-loop time at η_core = 1 of the tile cuBLAS would pick: the fastest of the large tiles
     (:data:`LARGE_TILES`); the small tiles only when a large-tile grid does not fill one wave of SMs
     (cuBLAS heuristics trade tile efficiency against quantisation only for small problems).
-    Every tile at once: the tiles are a leading axis of the arrays."""
-    tm, tn, rho, large = _tile_table(peak_flops_per_s, l2_bandwidth, operand_bytes)
-    axis = (slice(None),) + (None,) * np.broadcast(batch, m, n, k).ndim  # tiles first, then the inputs' shape
-    tm, tn, rho = tm[axis], tn[axis], rho[axis]
-    tiles = np.multiply(batch, _ceil_div(m, tm) * _ceil_div(n, tn))
-    waves = _ceil_div(tiles, sm_count)
-    time = waves * (2.0 * tm * tn) * np.asarray(k, dtype=float) * sm_count / (peak_flops_per_s * rho)
-    best_large, best_small = time[large].min(axis=0), time[~large].min(axis=0)
-    return np.where(tiles[large].max(axis=0) < sm_count, np.minimum(best_large, best_small), best_large)
+    With NumPy every tile at once (the tiles a leading axis of the arrays); with ``xp`` =
+    :data:`distcalc.ops.SCALAR` (one problem in Python numbers) tile by tile."""
+    table, n_large = _tile_table(peak_flops_per_s, l2_bandwidth, operand_bytes)
+    k = xp.asarray(k, dtype=float)
+    if xp is np:
+        ndim = max(np.ndim(batch), np.ndim(m), np.ndim(n), np.ndim(k))
+        tiles, time = _tile_time_s(batch, m, n, k, sm_count,
+                                   *_tile_axis(peak_flops_per_s, l2_bandwidth, operand_bytes, ndim), np)
+        large_tiles, best_large, best_small = tiles[:n_large].max(axis=0), time[:n_large].min(axis=0), \
+            time[n_large:].min(axis=0)
+    else:
+        per_tile = [_tile_time_s(batch, m, n, k, sm_count, *tile, xp) for tile in table]
+        large_tiles = max(tiles for tiles, _ in per_tile[:n_large])
+        best_large, best_small = (min(time for _, time in part) for part in (per_tile[:n_large], per_tile[n_large:]))
+    return xp.where(large_tiles < sm_count, xp.minimum(best_large, best_small), best_large)
 
 
 def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
                 in_bytes: ArrayLike | None = None, out_bytes: ArrayLike = 2) -> ArrayLike:
     """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty.
-    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8)."""
+    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8). One problem
+    (every input a single number) is priced on Python numbers (:mod:`distcalc.ops`), the same formula."""
     if in_bytes is None:
         in_bytes = device.operand_bytes
+    one = scalar_inputs(batch, m, n, k, in_bytes, out_bytes)
+    if one is not None:
+        return float_array(_gemm_time_s(*one[0], device, SCALAR), one[1])
+    return _gemm_time_s(batch, m, n, k, in_bytes, out_bytes, device, np)
+
+
+def _gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, in_bytes: ArrayLike,
+                 out_bytes: ArrayLike, device: DeviceCompute, xp: Any) -> ArrayLike:
     mainloop = _mainloop_time_s(batch, m, n, k, device.sm_count, device.peak_flops_per_s,
-                                device.l2_bandwidth_bytes_per_s, device.operand_bytes) / device.gemm_core_efficiency
+                                device.l2_bandwidth_bytes_per_s, device.operand_bytes, xp) / device.gemm_core_efficiency
     bw = device.memory_bandwidth_bytes_per_s
-    c_bytes = np.multiply(batch, np.multiply(m, n)) * np.asarray(out_bytes, dtype=float)
-    ab_bytes = np.multiply(batch, np.multiply(m, k) + np.multiply(k, n)) * np.asarray(in_bytes, dtype=float)
+    c_bytes = xp.multiply(batch, xp.multiply(m, n)) * xp.asarray(out_bytes, dtype=float)
+    ab_bytes = xp.multiply(batch, xp.multiply(m, k) + xp.multiply(k, n)) * xp.asarray(in_bytes, dtype=float)
     epilogue = c_bytes / bw
-    compute = np.maximum(mainloop, epilogue) if device.epilogue_overlapped else mainloop + epilogue
+    compute = xp.maximum(mainloop, epilogue) if device.epilogue_overlapped else mainloop + epilogue
     stream = (ab_bytes + c_bytes) / bw
-    work = np.multiply(batch, np.multiply(np.multiply(m, n), k))
+    work = xp.multiply(batch, xp.multiply(xp.multiply(m, n), k))
     power = 2.0 * work / device.power_limited_flops_per_s
-    return np.where(work > 0, np.maximum(np.maximum(compute, stream), power) + device.kernel_overhead_s, 0.0)
+    return xp.where(work > 0, xp.maximum(xp.maximum(compute, stream), power) + device.kernel_overhead_s, 0.0)
 
 
 def gemm_efficiency(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
@@ -221,6 +257,28 @@ def compute_preset_entry(name: str) -> dict[str, Any]:
     return dict(_load_table()["gpus"].get(name) or {})
 
 
+class DropoutKernel(str, Enum):
+    """The fused attention kernel whose in-kernel dropout overhead a GPU preset takes (``compute.yaml``
+    ``attention_dropout_kernel``: what TransformerEngine's ``DotProductAttention`` runs on it by default; the
+    overheads and their measurements are in :mod:`distcalc.compute.attention`)."""
+
+    FLASH2 = "flash2"
+    CUDNN_SM90 = "cudnn-sm90"
+    CUDNN_SM100 = "cudnn-sm100"
+
+
+def dropout_kernel(name: str) -> DropoutKernel | None:
+    """The ``attention_dropout_kernel`` of GPU preset ``name`` (None where it has none: not measured)."""
+    value = compute_preset_entry(name).get("attention_dropout_kernel")
+    if value is None:
+        return None
+    try:
+        return DropoutKernel(value)
+    except ValueError:
+        raise ConfigError(f"compute preset {name!r}: attention_dropout_kernel {value!r} is not valid; valid: "
+                          f"{', '.join(k.value for k in DropoutKernel)}") from None
+
+
 def compute_preset_names() -> list[str]:
     """GPU names with compute-efficiency presets."""
     return sorted(_load_table()["gpus"])
@@ -247,6 +305,7 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     precision = _precision(dtype)
     operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
+    dropout_kernel(name)  # refuses a preset naming no measured kernel
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
                                      overlapped)
     return DeviceCompute(
@@ -283,6 +342,17 @@ def _power_limit(entry: dict[str, Any], dtype: Any) -> float:
 def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
     """The device that runs 16-bit work: the FP8 device's BF16 twin, else the device itself."""
     return device.attention or device
+
+
+def main_grad_device(device: DeviceCompute, main_grad: Any) -> DeviceCompute:
+    """``device`` (and its 16-bit twin) with weight-gradient GEMMs accumulating into a ``main_grad`` of the
+    dtype ``main_grad`` (a :class:`distcalc.software.MainGradDtype`): read + write, 2 × its bytes per element."""
+    accumulate = 2.0 * float(main_grad.bytes_per_element)
+    if accumulate == device.wgrad_accumulate_bytes:
+        return device
+    twin = device.attention
+    return replace(device, wgrad_accumulate_bytes=accumulate,
+                   attention=None if twin is None else replace(twin, wgrad_accumulate_bytes=accumulate))
 
 
 def _precision(dtype: Any) -> Precision:

@@ -10,7 +10,9 @@ al. 2022 §4.2.2):
   ``(E/ep, T·k·ep/E, h, f_e/t)`` whose per-expert weights stream from HBM beside the math
   (:mod:`distcalc.compute.grouped`), plus shared experts as a dense MLP. Backward of each: the input
   gradient ``(batch, m, k, n)`` and the weight gradient ``(batch, k, n, m)``, the latter accumulating into
-  an fp32 ``main_grad`` (8 bytes read+write per output element, Megatron-LM gradient-accumulation fusion).
+  an fp32 ``main_grad`` (8 bytes read+write per output element, Megatron-LM gradient-accumulation fusion;
+  4 bytes where the buffer is fp16: fp16 training without ``--accumulate-allreduce-grads-in-fp32``,
+  :class:`distcalc.software.MainGradDtype`).
 * Attention core without FlashAttention: batched GEMMs QKᵀ ``(b·a/t, s/cp, s, d)`` and P·V
   ``(b·a/t, s/cp, d_v, s)``; the fused scale-mask-softmax reads and writes the ``b·(a/t)·(s/cp)·s``
   scores (4 bytes/element forward, 6 backward) and attention dropout reads, writes and stores a 1-byte
@@ -103,7 +105,8 @@ from distcalc.parallel import Recompute
 
 ArrayLike = Any
 
-#: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write)
+#: bytes per output element of a weight-gradient GEMM accumulating into fp32 main_grad (read + write); the
+#: device's ``wgrad_accumulate_bytes`` (4 with an fp16 ``main_grad``, :class:`distcalc.software.MainGradDtype`)
 WGRAD_ACCUMULATE_BYTES = 8.0
 #: PyTorch-eager composite ops (module docstring): RMSNorm, SwiGLU and RoPE bytes per element (forward,
 #: backward), and the kernels each adds per layer over its fused form (RMSNorm 2 x (6 - 1), SwiGLU 2 - 1,
@@ -152,7 +155,7 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     (:data:`distcalc.compute.pytorch_layer.WGRAD_OUTPUT_BYTES`)."""
     fwd = gemm_time_s(batch, m, n, k, device)
     dgrad = gemm_time_s(batch, m, k, n, device)
-    out = WGRAD_OUTPUT_BYTES if device.eager_elementwise else WGRAD_ACCUMULATE_BYTES
+    out = WGRAD_OUTPUT_BYTES if device.eager_elementwise else device.wgrad_accumulate_bytes
     wgrad = gemm_time_s(batch, k, n, m, device, out_bytes=out)
     return fwd, dgrad, wgrad
 
@@ -201,12 +204,13 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
                 flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
-                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0) -> LayerTimes:
+                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0,
+                router_kernels: tuple[int, int] | None = None) -> LayerTimes:
     """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
     how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``).
     MoE: each local expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so
     the GEMMs and the permute move the padding too), and the router and permute kernels are
-    :mod:`distcalc.compute.moe`'s."""
+    :mod:`distcalc.compute.moe`'s (``router_kernels``: its (forward, backward) kernel counts)."""
     b, s, t = micro_batch, seq_len, tp
     h = dims.hidden
     tokens = np.multiply(b, np.divide(s, cp))
@@ -228,7 +232,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
         act_elements = tokens * (dims.experts_per_token * dims.expert_ffn + dims.shared_ffn) / np.asarray(t, dtype=float)
         dispatch_tokens = np.where(sp, np.divide(tokens, t), tokens)  # the dispatcher's tokens (SP-sharded)
         perm_f, perm_b = permute_times(device, dispatch_tokens, dims.experts_per_token, h, capacity_factor, ep, local)
-        router_f, router_b = router_times(device, tokens, dims.experts)
+        router_f, router_b = router_times(device, tokens, dims.experts, router_kernels)
         moe_f, moe_b = perm_f + router_f, perm_b + router_b
     else:
         gemms += [(1, tokens, np.divide(m * dims.ffn, t), h), (1, tokens, h, np.divide(dims.ffn, t))]
@@ -250,7 +254,7 @@ def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, 
             parts = [_gemm_fwd_bwd(*part, device) for part in split[i]]
             f, dg, wg = (sum(part[j] for part in parts) for j in range(3))
         else:
-            f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, WGRAD_ACCUMULATE_BYTES) if i >= len(gemms)
+            f, dg, wg = (expert_gemm_times(batch, mm, nn, kk, device, device.wgrad_accumulate_bytes) if i >= len(gemms)
                          else _gemm_fwd_bwd(batch, mm, nn, kk, device))
         fwd_gemm, dgrad, wgrad = fwd_gemm + f, dgrad + dg, wgrad + wg
         per_gemm.append((f, dg, wg))

@@ -3,10 +3,33 @@
 Megatron-Core's all-to-all token dispatcher (``moe/token_dispatcher.py``, ``MoEAlltoAllTokenDispatcher``) with
 ``--moe-permute-fusion`` runs, per MoE layer and micro-batch on one rank holding ``T`` tokens:
 
-* **Router** (``moe/router.py``): the gating GEMM ``(T, E, h)`` (priced with the layer's GEMMs), then on the
-  ``T × E`` fp32 logits the score function, the top-k selection, the scatter of the chosen probabilities into
-  the routing map and the auxiliary-loss sums: :data:`ROUTER_PASSES` reads or writes of the logits (4 B each)
-  in :data:`ROUTER_KERNELS` kernels each way.
+* **Router** (``moe/router.py`` ``TopKRouter.routing``, ``moe/moe_utils.py``; unfused, ``--moe-router-fusion``
+  off, Megatron-Core's default): the gating GEMM ``(T, E, h)`` (priced with the layer's GEMMs), then a chain of
+  small PyTorch ops on the ``T × E`` scores, one kernel each (an out-of-place ``scatter`` is a copy and the
+  scatter, a sorted ``topk`` a selection and a sort), counted from Megatron-Core 23e00ed
+  (:func:`router_kernel_counts`), forward / backward:
+
+  - top-k (:data:`ROUTER_TOPK_KERNELS`, 12 / 5): softmax to fp32 and back (2), sorted ``topk`` (2), the
+    probability map ``zeros_like().scatter()`` (3), the routing map ``zeros_like().int().scatter().bool()``
+    (5); backward the gather of the scatter, the top-k's zero-fill and scatter, the cast and the softmax.
+  - group-limited top-k (:data:`ROUTER_GROUP_LIMITED_KERNELS`, 11 / 2; ``--moe-router-num-groups`` /
+    ``--moe-router-group-topk``, DeepSeek-V2's device-limited and V3's node-limited routing,
+    ``group_limited_topk``): per-group sorted ``topk`` (2) and ``sum``, the groups' ``topk``, the group mask
+    ``zeros_like`` + ``scatter_``, its expanded copy, ``bool``, ``~``, the out-of-place ``masked_fill`` (2);
+    backward the ``masked_fill`` of the gradient (2).
+  - token capacity (:data:`ROUTER_CAPACITY_KERNELS`, 6 / 1; ``apply_router_token_dropping`` when an expert
+    capacity factor is set): ``topk`` over the tokens of each expert, the capacity mask
+    ``zeros_like().scatter().bool()`` (4), the masked probabilities; backward their product.
+  - auxiliary load-balancing loss (:data:`ROUTER_AUX_LOSS_KERNELS`, 16 / 7; ``--moe-aux-loss-coeff`` > 0 with
+    ``aux_loss`` or ``seq_aux_loss``; Megatron-Core's default coefficient is 0): the scores for the loss
+    (``compute_routing_scores_for_aux_loss``: softmax, sorted ``topk``, routing map: 8), the tokens per expert,
+    ``switch_load_balancing_loss_func`` (4), the division by the batch, the logged copy (2); backward
+    ``MoEAuxLossAutoScaler``'s ones × scale (2), the loss's products and softmax, and the sum of the two
+    gradients into the logits.
+
+  Each kernel moves the ``T × E`` tensor about once (4 B an element counted); at ``T·E`` ≈ 10⁶ the
+  :attr:`~distcalc.compute.device.DeviceCompute.kernel_overhead_s` of each dominates. The ``topk`` scaling
+  factor's multiply (1 kernel, DeepSeek's ``--moe-router-topk-scaling-factor``) is not counted.
 * **Permute + unpermute** (TransformerEngine ``moe_permute_with_probs`` / ``moe_unpermute``): the permute
   gathers each token's hidden vector into its ``k`` expert slots, the unpermute reads the ``k`` expert outputs
   back and writes their weighted sum. With ``C = k·c·T`` slots (``c`` the capacity factor; padded slots are
@@ -41,10 +64,12 @@ ArrayLike = Any
 PERMUTE_HBM_EFFICIENCY = 0.23
 #: kernels of the fused permute + unpermute each way (SimuMax's measurement counts 4 launches)
 PERMUTE_KERNELS = 4
-#: passes over the T × E fp32 router logits (score function, top-k, probability scatter, aux-loss sums) and
-#: the kernels that make them, each way (Megatron-Core ``moe/router.py``, ``moe/moe_utils.py``)
-ROUTER_PASSES = 4
-ROUTER_KERNELS = 4
+#: (forward, backward) kernels of the unfused router's parts (module docstring; Megatron-Core 23e00ed
+#: ``moe/router.py``, ``moe/moe_utils.py``)
+ROUTER_TOPK_KERNELS = (12, 5)
+ROUTER_GROUP_LIMITED_KERNELS = (11, 2)
+ROUTER_CAPACITY_KERNELS = (6, 1)
+ROUTER_AUX_LOSS_KERNELS = (16, 7)
 FP32_BYTES = 4.0
 
 
@@ -62,8 +87,23 @@ def permute_times(device: DeviceCompute, tokens: ArrayLike, top_k: int, hidden: 
     return te + sort, te + sort
 
 
-def router_times(device: DeviceCompute, tokens: ArrayLike, experts: int) -> tuple[ArrayLike, ArrayLike]:
-    """(forward, backward) seconds of the router's elementwise work on the ``tokens × experts`` fp32 logits."""
-    logits_bytes = ROUTER_PASSES * FP32_BYTES * np.multiply(tokens, experts)
-    t = elementwise_time_s(logits_bytes, device, ROUTER_KERNELS)
-    return t, t
+def router_kernel_counts(group_limited: bool = False, capacity: bool = True,
+                         aux_loss: bool = False) -> tuple[int, int]:
+    """(forward, backward) kernels of Megatron-Core's unfused top-k router (module docstring): the top-k, plus
+    the group-limited selection, the capacity mask and the auxiliary loss where they run."""
+    parts = [ROUTER_TOPK_KERNELS]
+    parts += [ROUTER_GROUP_LIMITED_KERNELS] if group_limited else []
+    parts += [ROUTER_CAPACITY_KERNELS] if capacity else []
+    parts += [ROUTER_AUX_LOSS_KERNELS] if aux_loss else []
+    return sum(f for f, _ in parts), sum(b for _, b in parts)
+
+
+def router_times(device: DeviceCompute, tokens: ArrayLike, experts: int,
+                 kernels: tuple[int, int] | None = None) -> tuple[ArrayLike, ArrayLike]:
+    """(forward, backward) seconds of the router's elementwise kernels on the ``tokens × experts`` scores,
+    ``kernels`` (forward, backward) of them (default :func:`router_kernel_counts`'s), each moving the scores
+    once."""
+    forward, backward = router_kernel_counts() if kernels is None else kernels
+    elements = np.multiply(tokens, experts)
+    return (elementwise_time_s(forward * FP32_BYTES * elements, device, forward),
+            elementwise_time_s(backward * FP32_BYTES * elements, device, backward))

@@ -12,6 +12,7 @@ from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAl
                               ElementwiseKernels, FsdpSharding, StepReport, analyze)
 from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
+from distcalc.software import MainGradDtype
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, request_to_yaml
@@ -74,6 +75,10 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
     moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
                                                 description="MoE dropless: busiest EP rank / mean routed tokens")
+    moe_router_group_limited: bool = Field(False, description="MoE router: group-limited top-k (DeepSeek)")
+    moe_aux_loss: bool = Field(False, description="MoE router: auxiliary load-balancing loss computed")
+    moe_dispatch_probs: bool = Field(False, description="MoE: routing probabilities sent in their own AllToAll "
+                                     "(Megatron-Core >= 0.13)")
     gpu_speed_cv: float = Field(DEFAULT_GPU_SPEED_CV, ge=0.0, le=0.5)
     overlap_slowdown: float = Field(OVERLAP_COMPUTE_SLOWDOWN, ge=0.0, le=0.99,
                                     description="compute slowdown beside an overlapped DP/FSDP/CP collective")
@@ -83,6 +88,8 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     attention_kernel: AttentionKernel = Field(AttentionKernel.FUSED,
                                               description="fused (cuDNN/FA3-class), flash2 (FlashAttention-2) or flash1 "
                                                           "(FlashAttention 1.x)")
+    main_grad_dtype: MainGradDtype = Field(MainGradDtype.FP32, description="main_grad the wgrad GEMMs accumulate "
+                                           "into: fp32 or fp16")
     cross_entropy: CrossEntropyKernel = Field(CrossEntropyKernel.UNFUSED,
                                               description="loss kernels: unfused, native-fused or te-fused")
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers, FSDP1 flat parameter "
@@ -145,12 +152,15 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              cp_algorithm=request.cp_algorithm,
                              moe_capacity_factor=request.moe_capacity_factor,
                              moe_load_imbalance=request.moe_load_imbalance,
+                             moe_router_group_limited=request.moe_router_group_limited,
+                             moe_aux_loss=request.moe_aux_loss, moe_dispatch_probs=request.moe_dispatch_probs,
                              distributed_optimizer=config.distributed_optimizer, gpu_speed_cv=request.gpu_speed_cv,
                              collective_model=request.collective_model.strip().lower(),
                              overlap_compute_slowdown=request.overlap_slowdown,
                              grad_reduce_bytes=request.grad_reduce_bytes,
                              elementwise_kernels=request.elementwise_kernels, fsdp_sharding=request.fsdp_sharding,
                              attention_kernel=request.attention_kernel, cross_entropy=request.cross_entropy,
+                             main_grad_dtype=request.main_grad_dtype,
                              fsdp_shard_size=request.fsdp_shard_size,
                              deepspeed_zero3=request.deepspeed_zero3(config.pp),
                              calibration=load_calibration(calibration) if calibration is not None else None)

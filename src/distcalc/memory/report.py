@@ -167,9 +167,10 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     dims = model_dims(spec)
     terms = config_terms(dims, **config_formula_inputs(config, options))
     stages = []
+    lines = stage_lines(dims, terms, np.arange(config.pp))  # every stage in one call (elementwise in the stage)
+    lines = {k: np.broadcast_to(np.asarray(lines[k], dtype=float), (config.pp,)).tolist() for k in STAGE_KEYS}
     for index in range(config.pp):
-        lines = stage_lines(dims, terms, index)
-        values = {k: float(np.asarray(lines[k])) for k in STAGE_KEYS}
+        values = {k: lines[k][index] for k in STAGE_KEYS}
         for key in ("layers", "moe_layers", "parameters", "layer_parameters"):
             values[key] = int(round(values[key]))
         stages.append(StageMemory(stage=index, **values))

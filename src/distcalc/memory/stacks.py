@@ -25,6 +25,14 @@ software stack implies, each from a published measurement or the stack's own sou
   (:data:`DEEPSPEED_REDUCE_BUCKET_BYTES`). Each is one tensor larger than any activation block the pipeline
   freed (a layer's activations are a few hundred MB), so the caching allocator reserves new segments for them:
   they count on the reserved and nvidia-smi bases on top of the steady state.
+* **Megatron-LM's fp16 ``main_grad``** (``sixteen_bit_main_grad``): fp16 training without
+  ``--accumulate-allreduce-grads-in-fp32`` keeps the local DDP's ``main_grad`` buffers in fp16
+  (``distributed_data_parallel.py``: ``dtype = torch.float if accumulate_allreduce_grads_in_fp32 else
+  param.dtype``; sail-sg/zero-bubble-pipeline-parallelism@93af65c, :class:`distcalc.software.MainGradDtype`):
+  2 B gradients, :attr:`Recipe.MIXED_16BIT_GRADS` without DeepSpeed's step buffers. Its optimizer step copies
+  each ``main_grad`` to fp32 (``main_param.grad = model_param.main_grad.float()``, ``optimizer.py``) one
+  parameter-sized tensor at a time, after the pipeline freed its activations: not counted (the freed activation
+  blocks serve them).
 * **CUDA context** (``cuda_context_bytes``): without lazy module loading the CUDA runtime loads every kernel of
   every library the process links (PyTorch, cuBLAS, cuDNN, NCCL) at context creation. BigScience measured it
   with ``torch.ones(1).cuda()`` and nvidia-smi: 1573 MiB on an A100 40GB (1271 MiB on a V100 32GB), tr11-176B
@@ -88,16 +96,22 @@ def zero_optimizer_recipe(deepspeed_zero: bool, fp32_grad_accumulation: bool = F
 
 def stack_memory_options(*, deepspeed_zero: bool = False, fp32_grad_accumulation: bool = False,
                          cuda_version: tuple[int, int] | None = None, irregular_allocations: bool = False,
-                         nccl_buffer_bytes: int | None = None, base: MemoryOptions | None = None) -> MemoryOptions:
+                         nccl_buffer_bytes: int | None = None, base: MemoryOptions | None = None,
+                         sixteen_bit_main_grad: bool = False) -> MemoryOptions:
     """:class:`MemoryOptions` of a software stack (module docstring): the recipe of its optimizer (and the
     ZeRO-1/2 optimizer's step buffers), the CUDA context of its CUDA release, GMLake's fragmentation when it
     recomputes activations or gathers and frees sharded parameters per layer (``irregular_allocations``), and
     the NCCL buffers of the job's communicators where they were counted (``nccl_buffer_bytes``:
-    :func:`distcalc.memory.nccl_buffers.nccl_buffer_bytes`; None keeps the base's ``comm_buffer_bytes``)."""
+    :func:`distcalc.memory.nccl_buffers.nccl_buffer_bytes`; None keeps the base's ``comm_buffer_bytes``).
+    ``sixteen_bit_main_grad``: Megatron-LM's fp16 ``main_grad`` buffers (module docstring), 2 B gradients."""
     base = base or MemoryOptions()
     recipe = zero_optimizer_recipe(deepspeed_zero, fp32_grad_accumulation)
+    if sixteen_bit_main_grad and recipe is Recipe.MIXED:
+        update_recipe = Recipe.MIXED_16BIT_GRADS
+    else:
+        update_recipe = recipe
     update: dict[str, object] = {
-        "recipe": recipe, "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
+        "recipe": update_recipe, "cuda_context_bytes": cuda_context_bytes(cuda_version, base.cuda_context_bytes),
     }
     if nccl_buffer_bytes is not None:
         update["comm_buffer_bytes"] = int(nccl_buffer_bytes)

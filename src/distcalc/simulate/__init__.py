@@ -23,6 +23,7 @@ from distcalc.simulate.execute import Execution, execute
 from distcalc.simulate.plans import generate_schedule, to_schedule
 from distcalc.simulate.route import route_schedule
 from distcalc.simulate.schedule import Op, Pattern, Schedule
+from distcalc.simulate.schedule_formula import schedule_formula
 from distcalc.simulate.timing import Timing, TimingMode, time_schedule
 from distcalc.topology import Topology
 
@@ -41,7 +42,8 @@ class SimulationResult:
     schedule: Schedule
     execution: Execution
     timing: Timing
-    analytic: Any = None  # distcalc.collective.CollectiveCost
+    analytic: Any = None  # distcalc.collective.CollectiveCost: the closed form of the schedule as simulated
+    spec: Any = None  # the library's spec formula where the schedule has its own closed form (.schedule_formula)
 
     @property
     def verified(self) -> bool:
@@ -106,6 +108,8 @@ class SimulationResult:
                        analytic_bytes_sent_per_gpu=float(a.bytes_sent_per_gpu),
                        analytic_latency_term_s=float(a.latency_term_s),
                        analytic_bandwidth_term_s=float(a.bandwidth_term_s), formula_id=a.formula_id)
+        if self.spec is not None:
+            out.update(spec_time_s=float(self.spec.time_s), spec_formula_id=self.spec.formula_id)
         return out
 
 
@@ -144,7 +148,11 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
              mode: TimingMode | str = TimingMode.STEP) -> SimulationResult:
     """Generate, execute, verify, route and time one collective; attach the analytic cost of the same
     algorithm. ``algorithm="auto"`` simulates the algorithm the analytic model picks. ``mode``: ``step``
-    (synchronous steps) or ``event`` (chunk-level events per link, pipelined schedules overlap)."""
+    (synchronous steps) or ``event`` (chunk-level events per link, pipelined schedules overlap).
+
+    Where the schedule as simulated has its own closed form (:mod:`.schedule_formula`: pipelined trees at
+    their finite k; dimension-concurrent phases without barriers in event mode), ``result.analytic`` is that
+    form and ``result.spec`` the library's spec formula (the k → ∞ F18/H03/F20, the phase-synchronous T04)."""
     from distcalc.collective import collective_cost, parse_algorithm, parse_kind
 
     mode = parse_mode(mode)
@@ -171,5 +179,9 @@ def simulate(kind: Any, size_bytes: float, topo: Topology, algorithm: Any = "aut
         execution, timing = simulate_schedule(schedule, topo, elements_per_chunk, seed, verify, mode)
     except MemoryError:  # the exact size is known only while generating: report it, never a traceback
         raise out_of_memory(kind.value, name, topo.gpus) from None
-    return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic)
+    spec = None
+    own = schedule_formula(kind, analytic, topo, float(size_bytes), schedule, mode)
+    if own is not None:
+        spec, analytic = analytic, own
+    return SimulationResult(kind.value, name, float(size_bytes), topo, schedule, execution, timing, analytic, spec)
 

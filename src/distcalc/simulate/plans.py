@@ -19,7 +19,8 @@ hierarchical           hierarchical, rail-ring, chain-dbt, astra-baseline,      
 
 Pipelined algorithms take a segment count k: the pipelined chain uses the collective library's optimal k
 (so both sides describe the same schedule); the double binary tree, chain + DBT and in-network reduction,
-whose analytic formulas are the k → ∞ ideal, use k ≈ √(depth·M/(α·B)) clipped to [1, 64].
+whose spec formulas are the k → ∞ ideal, use k ≈ √(depth·M/(α·B)) clipped to [1, 64] and are compared with
+their finite-k form at that k (:mod:`distcalc.collective.pipelined_tree`).
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ import itertools
 
 import numpy as np
 
+from distcalc.collective.pipelined_tree import chain_dbt_trees
 from distcalc.simulate import alltoall, tree
 from distcalc.simulate.plans_flat import Plan, all_reduce, chain_plan, ring_plan, ring_topology_plan, shards
 from distcalc.simulate.ring import RingMode, reduce_scatter_rows
@@ -166,22 +167,18 @@ def hierarchical_plan(kind: str, algorithm: str, g: int, nodes: int, segments: i
 
 
 def _chain_dbt_rows(g: int, nodes: int, segments: int) -> Rows:
-    """H03 (NCCL Tree): g channels, one per NIC rail, each on M/g. In channel c every node chains its GPUs
-    c+g−1 → … → c+1 → c (local indices mod g); the heads (local c) are joined over rail c by NCCL's double
-    binary tree over nodes, half of the channel's data on each tree, all pipelined in k segments."""
-    first, second = tree.nccl_dtree_parents(nodes)
+    """H03 (NCCL Tree): g channels, one per NIC rail, each on M/g — intra-node chains joined over the rail by
+    NCCL's double binary tree over nodes (:func:`~distcalc.collective.pipelined_tree.chain_dbt_trees`), half
+    of the channel's 2k chunks on each tree (both on one tree when nodes ≤ 2), all pipelined in k segments."""
+    trees = chain_dbt_trees(g, nodes)
+    per_channel = len(trees) // g
+    seg = np.arange(segments)
     out = []
-    for c in range(g):
-        base = c * 2 * segments
-        trees = [(first, base + np.arange(segments)[:, None]), (second, base + segments + np.arange(segments)[:, None])]
-        if nodes <= 2:  # one inter-node tree (a single link pair) carries the whole channel
-            trees = [(first, base + np.stack([np.arange(segments), segments + np.arange(segments)], axis=1))]
-        for node_parent, chunks in trees:
-            parent = np.full(g * nodes, -1)
-            for node in range(nodes):
-                for i in range(1, g):
-                    parent[node * g + (c + i) % g] = node * g + (c + i - 1) % g
-                if node_parent[node] >= 0:
-                    parent[node * g + c] = node_parent[node] * g + c
-            out.append(tree.pipelined_tree_allreduce_rows(np.arange(g * nodes), parent, chunks))
+    for i, t in enumerate(trees):
+        base = (i // per_channel) * 2 * segments
+        if per_channel == 1:  # one inter-node tree (a single link pair) carries the whole channel
+            chunks = base + np.stack([seg, segments + seg], axis=1)
+        else:
+            chunks = base + (i % per_channel) * segments + seg[:, None]
+        out.append(tree.pipelined_tree_allreduce_rows(np.arange(g * nodes), t.parent, chunks))
     return concat(*out)

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from distcalc.collective.pipelined_tree import (  # noqa: F401  (re-exported: the schedules' tree shapes)
+    double_binary_trees, nccl_btree_parent, nccl_dtree_parents, tree_depths,
+)
 from distcalc.simulate.schedule import Op, Rows, concat, sequence
 
 
@@ -84,50 +87,13 @@ def chain_broadcast_rows(ranks: np.ndarray, segments: np.ndarray) -> Rows:
 
 
 # --------------------------------------------------------------------------- double binary tree (NCCL)
-def nccl_btree_parent(n: int, rank: int) -> int:
-    """Parent of ``rank`` in NCCL's binary tree (``ncclGetBtree``, trees.cc): −1 for the root 0."""
-    if rank == 0:
-        return -1
-    bit = 1
-    while bit < n and not bit & rank:
-        bit <<= 1
-    up = (rank ^ bit) | (bit << 1)
-    return rank ^ bit if up >= n else up
-
-
-def nccl_dtree_parents(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """Parents in NCCL's two trees (``ncclGetDtree``): the binary tree, and its mirror (N even) or its
-    shift by one rank (N odd), so that most leaves of one tree are interior in the other."""
-    first = np.array([nccl_btree_parent(n, r) for r in range(n)])
-    second = np.empty(n, dtype=np.int64)
-    for r in range(n):
-        if n % 2:
-            up = nccl_btree_parent(n, (r - 1) % n)
-            second[r] = -1 if up == -1 else (up + 1) % n
-        else:
-            up = nccl_btree_parent(n, n - 1 - r)
-            second[r] = -1 if up == -1 else n - 1 - up
-    return first, second
-
-
-def _depths(parent: np.ndarray) -> np.ndarray:
-    depth = np.zeros(parent.size, dtype=np.int64)
-    for r in range(parent.size):
-        d, x = 0, r
-        while parent[x] != -1:
-            x, d = parent[x], d + 1
-            if d > parent.size:
-                raise ValueError("not a tree")
-        depth[r] = d
-    return depth
-
-
+# The tree shapes (NCCL trees.cc) live with their finite-k cost in distcalc.collective.pipelined_tree.
 def pipelined_tree_allreduce_rows(ranks: np.ndarray, parent: np.ndarray, segments: np.ndarray) -> Rows:
     """Pipelined reduce-then-broadcast on one tree (positions index ``ranks``), level-synchronous: with D the
     tree depth, a node at depth d ≥ 1 sends segment s up at step s + D − d; a node at depth d forwards it to
     its children at step s + D + d. k + 2D − 1 steps."""
     ranks = np.asarray(ranks)
-    depth = _depths(parent)
+    depth = tree_depths(parent)
     d_max = int(depth.max())
     k = segments.shape[0]
     child = np.flatnonzero(parent >= 0)
@@ -142,13 +108,12 @@ def pipelined_tree_allreduce_rows(ranks: np.ndarray, parent: np.ndarray, segment
 def double_binary_tree_allreduce_rows(ranks: np.ndarray, chunks_per_tree: np.ndarray) -> Rows:
     """NCCL double binary tree AllReduce: half of the buffer on each tree, both pipelined concurrently in k
     segments (``chunks_per_tree`` is (2, k, per_segment)). N = 2: one tree (a single link pair)."""
-    n = len(ranks)
-    first, second = nccl_dtree_parents(n)
-    if n <= 2:
+    trees = double_binary_trees(len(ranks))
+    if len(trees) == 1:
         merged = chunks_per_tree.transpose(1, 0, 2).reshape(chunks_per_tree.shape[1], -1)
-        return pipelined_tree_allreduce_rows(ranks, first, merged)
-    return concat(pipelined_tree_allreduce_rows(ranks, first, chunks_per_tree[0]),
-                  pipelined_tree_allreduce_rows(ranks, second, chunks_per_tree[1]))
+        return pipelined_tree_allreduce_rows(ranks, trees[0].parent, merged)
+    return concat(*(pipelined_tree_allreduce_rows(ranks, t.parent, chunks)
+                    for t, chunks in zip(trees, chunks_per_tree)))
 
 
 def binomial_allreduce_rows(ranks: np.ndarray, chunks: np.ndarray) -> Rows:

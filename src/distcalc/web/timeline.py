@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from distcalc.analyze import StepReport
-from distcalc.plots_analyze import timeline_for
+from distcalc.analyze.timeline import timeline_for
 
 
 def timeline_payload(report: StepReport) -> dict[str, Any]:

@@ -49,7 +49,9 @@ Rules, column by column:
   bias apart; 285068c8: ``output = output + bias``, ``grad_output.sum(dim=0)``). Their fp16 runs reduce fp16
   gradients (``grad_reduce_bytes`` 2: local DDP keeps the parameter dtype unless
   ``--accumulate-allreduce-grads-in-fp32``, which only bf16 forces and the SC21 scripts do not pass; PyTorch DDP
-  reduces ``param.grad``). Their flash attention predates FlashAttention-2: 1.x (:data:`~distcalc.validation.published.stack_kernels.FLASH1_STACKS`);
+  reduces ``param.grad``); with local DDP (the Zero Bubble fork) the fused weight-gradient GEMMs accumulate into
+  that fp16 ``main_grad`` (``main_grad_dtype`` fp16, :func:`~distcalc.validation.published.stack_kernels.main_grad_dtype`).
+  Their flash attention predates FlashAttention-2: 1.x (:data:`~distcalc.validation.published.stack_kernels.FLASH1_STACKS`);
   FSDP2 → ``fsdp_sharding`` per-parameter (its AllGather copy-out and ReduceScatter copy-in kernels); FSDP1
   (``config_details`` "FSDP1") → flat-parameter (autograd concatenates each unit's flat gradient); fms-fsdp's
   7B → HSDP within the node (``fsdp_shard_size`` = GPUs per node: fms-fsdp's README benchmark table at the
@@ -89,6 +91,7 @@ from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
+from distcalc.software import MainGradDtype
 from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_memory_updates
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
@@ -97,8 +100,9 @@ from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_s
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          attention_kernel, cross_entropy_kernel,
-                                                         elementwise_kernels, legacy_megatron, megatron_core,
-                                                         megatron_launched)
+                                                         elementwise_kernels, legacy_megatron, main_grad_dtype,
+                                                         megatron_core, megatron_launched, moe_aux_loss,
+                                                         moe_router_group_limited)
 
 # The system each GPU of the development set comes in (clusters.yaml).
 CLUSTER_OF_GPU: dict[str, str] = {
@@ -321,7 +325,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run))
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)),
+        sixteen_bit_main_grad=main_grad_dtype(run) is MainGradDtype.FP16,
     ).model_copy(update=bridge_memory_updates(run))
 
 
@@ -356,10 +361,15 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         # Megatron-FSDP's gradients accumulate in its buffers
         fsdp_sharding=fsdp_sharding(run),
         attention_kernel=attention_kernel(run),
+        main_grad_dtype=main_grad_dtype(run),
         grad_check_bytes_per_parameter=MEGATRON_GRAD_CHECK_BYTES if megatron_launched(run) and run.precision != "fp16"
         else 0.0,
         grad_prescale_bytes_per_parameter=MEGATRON_GRAD_PRESCALE_BYTES if megatron_launched(run) else 0.0,
         cross_entropy=cross_entropy_kernel(run),
+        # Megatron-LM@23e00ed (core_r0.14.0 branch), the only pinned-commit mcore rows: its AllToAll dispatcher
+        # sends the routing probabilities in their own AllToAll (moe/token_dispatcher.py, token_dispatch)
+        moe_dispatch_probs=megatron_launched(run),
+        moe_router_group_limited=moe_router_group_limited(run), moe_aux_loss=moe_aux_loss(run),
         # PyTorch-native loops step torch.optim.AdamW (foreach) after clip_grad_norm_ and free the gradients
         # (TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER); fms-fsdp's 7B ran HSDP (FMS_FSDP_HSDP_VARIANTS)
         **(dict(optimizer_bytes_per_parameter=TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER,

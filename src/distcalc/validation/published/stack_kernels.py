@@ -9,6 +9,7 @@ import re
 
 from distcalc.analyze.options import AttentionKernel, ElementwiseKernels
 from distcalc.compute.loss import CrossEntropyKernel
+from distcalc.software import MainGradDtype
 from distcalc.validation.published.rows import PublishedRun
 
 
@@ -45,6 +46,30 @@ def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     if "sail-sg zero-bubble" in run.framework or "Megatron-DeepSpeed" in run.framework or legacy_megatron(run):
         return ElementwiseKernels.MEGATRON_LOCAL
     return ElementwiseKernels.FUSED
+
+
+#: Megatron-LM stacks whose fp16 local DDP may predate ``gradient_accumulation_fusion``: there the weight-gradient
+#: GEMM writes a new fp16 ``param.grad`` (2 B) and a backward hook adds it into ``main_grad`` (read 2 + 2, write
+#: 2), 8 B per element as the fp32-accumulating GEMM is priced; the SC21 code (Narayanan 2021) was not checked
+UNFUSED_WGRAD_ACCUMULATION_STACKS = ("SC21",)
+
+
+def main_grad_dtype(run: PublishedRun) -> MainGradDtype:
+    """fp16 for an fp16 run of Megatron-LM's own layers with its local DDP (:func:`legacy_megatron`, not
+    ``--DDP-impl torch``) that does not pass ``--accumulate-allreduce-grads-in-fp32``: the ``main_grad`` buffers
+    then take the parameters' fp16 (``megatron/core/distributed/distributed_data_parallel.py``: ``dtype =
+    torch.float if accumulate_allreduce_grads_in_fp32 else param.dtype``; ``megatron/arguments.py`` forces the
+    flag only for bf16) and the fused weight-gradient GEMM accumulates with ``wgrad_gemm_accum_fp16``
+    (``megatron/core/tensor_parallel/layers.py``), all at sail-sg/zero-bubble-pipeline-parallelism@93af65c,
+    whose ``examples/pretrain_zero_bubble.sh`` passes ``--fp16`` and neither that flag nor
+    ``--no-gradient-accumulation-fusion`` (fusion on by default; ``ColumnParallelLinear`` raises when its
+    extension is missing, so the runs had it). PyTorch DDP (Narayanan
+    2021's ``--DDP-impl torch``) has no ``main_grad``; bf16 and TransformerEngine stacks: fp32. Stacks in
+    :data:`UNFUSED_WGRAD_ACCUMULATION_STACKS` keep the fp32 pricing (not checked in their code)."""
+    fp16_local_ddp = (run.precision == "fp16" and legacy_megatron(run) and "DDP-impl torch" not in run.config_details
+                      and "accumulate-allreduce-grads-in-fp32" not in run.config_details
+                      and not any(stack in run.framework for stack in UNFUSED_WGRAD_ACCUMULATION_STACKS))
+    return MainGradDtype.FP16 if fp16_local_ddp else MainGradDtype.FP32
 
 
 def attention_kernel(run: PublishedRun) -> AttentionKernel:
@@ -87,3 +112,17 @@ def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
     if "Megatron-Bridge" in run.framework:
         return CrossEntropyKernel.NATIVE_FUSED
     return CrossEntropyKernel.UNFUSED
+
+
+def moe_router_group_limited(run: PublishedRun) -> bool:
+    """The row's router selects experts within the best groups first: its ``moe_detail`` says so ("router
+    group-topk 3 with groups=EP": Megatron-Core ``--moe-router-num-groups`` / ``--moe-router-group-topk``)."""
+    return "group-topk" in (run.moe_detail or "")
+
+
+def moe_aux_loss(run: PublishedRun) -> bool:
+    """The row's router computes an auxiliary load-balancing loss. SimuMax's DeepSeek launcher passes
+    ``--moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 3e-3`` (MooreThreads/SimuMax@4dcaae5
+    ``simu_tools/megatron_scripts/scripts/run_pretrain_deepseekv2.sh``, ``MOE_ARGS``); other rows do not state
+    one, and Megatron-Core's default coefficient is 0."""
+    return run.source.startswith("SimuMax") and bool(run.moe_detail)

@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from distcalc.render.plots.axes import pyplot
 from distcalc.topology import TopologyKind
 
 
 def plot_simulation(result, path: str) -> str:
     """Write the figure for ``result`` (a :class:`distcalc.simulate.SimulationResult`) to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     topo = result.topology
     if topo.kind in (TopologyKind.MESH, TopologyKind.TORUS) and topo.gpus > 1:
         fig = _link_heatmaps(plt, result)

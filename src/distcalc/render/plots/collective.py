@@ -5,17 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from distcalc.plots import save_log_log
+from distcalc.render.plots.axes import pyplot, save_log_log
 
 
 def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequence[float]], path: str | Path,
                       title: str = "", lower_bound_s: Sequence[float] | None = None) -> Path:
     """Draw one log-log line per algorithm (time vs M) and, if given, the lower bound; save to ``path``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 4.5))
     for name, times in times_s.items():
         axis.plot(sizes_bytes, times, marker="o", markersize=3, label=name)
@@ -28,11 +24,7 @@ def plot_time_vs_size(sizes_bytes: Sequence[float], times_s: Mapping[str, Sequen
 def plot_busbw_overlay(series: Mapping[str, tuple[Sequence[float], Sequence[float]]], path: str | Path,
                        title: str = "") -> Path:
     """Bus bandwidth (GB/s) vs size, one line per named series (``measured …`` drawn as markers only)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(7, 4.5))
     for name, (sizes, busbw) in series.items():
         style = {"marker": "o", "linestyle": "none"} if name.startswith("measured") else {"marker": "."}

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from distcalc.plots import save_log_log
 from distcalc.calibration.collectives import group_rows
+from distcalc.render.plots.axes import pyplot, save_log_log
 
 
 def _percentile_band(group: list[dict[str, Any]]) -> tuple[list[float], list[float]] | None:
@@ -20,11 +20,7 @@ def _percentile_band(group: list[dict[str, Any]]) -> tuple[list[float], list[flo
 
 def plot_busbw(rows: list[dict[str, Any]], path: str | Path, title: str = "") -> Path:
     """busbw (GB/s, 1e9 B/s as nccl-tests prints it) against message size, one line per collective/tier."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     figure, axes = plt.subplots(figsize=(7, 4.5))
     for (collective, tier), group in group_rows(rows).items():
         group = sorted(group, key=lambda r: r["size_bytes"])

@@ -1,4 +1,6 @@
-"""Shared matplotlib finishing for distcalc's figures (import lazily: matplotlib is the `plot` extra)."""
+"""Shared matplotlib set-up and finishing for distcalc's figures: the Agg backend, title wrapping, axes labelled
+in binary sizes and in ms / s, the log-log layout of the size sweeps (matplotlib is the ``plot`` extra: it is
+imported inside the functions, never at module import)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,16 @@ from distcalc.units import format_size, format_time
 
 #: Characters per title line: longer titles wrap instead of running off a 7-inch figure.
 TITLE_WIDTH = 70
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the Agg backend (files only; no display is needed or opened)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def wrap_title(title: str, width: int = TITLE_WIDTH) -> str:
@@ -39,8 +51,7 @@ def save_log_log(figure: Any, axes: Any, *, xlabel: str, ylabel: str, title: str
                  x_bytes: bool = True) -> Path:
     """Log-log axes (x in powers of two, labelled in KiB/MiB/GiB when ``x_bytes``), labels, grid and legend;
     save at 120 dpi and close the figure."""
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     axes.set_xscale("log", base=2)
     axes.set_yscale("log")
     if x_bytes:

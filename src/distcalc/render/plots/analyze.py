@@ -1,6 +1,7 @@
 """Figure of ``distcalc analyze --plot``: the step-time breakdown and the pipeline timeline.
 
-matplotlib is imported lazily (Agg backend) so the library works without the ``plot`` extra.
+matplotlib is imported lazily (Agg backend) so the library works without the ``plot`` extra; the timeline
+itself is computed by :func:`distcalc.analyze.timeline.timeline_for`.
 """
 
 from __future__ import annotations
@@ -8,12 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from distcalc.parallel import Schedule
-from distcalc.pipeline import simulate_schedule
-from distcalc.plots import wrap_title
-from distcalc.schedules import get_schedule
+from distcalc.analyze.timeline import timeline_for
+from distcalc.render.plots.axes import pyplot, wrap_title
 
 #: Breakdown components drawn (key, label)
 COMPONENTS = (
@@ -22,40 +19,11 @@ COMPONENTS = (
     ("bubble_s", "pipeline bubble"), ("dp_exposed_s", "DP comm (exposed)"),
     ("embedding_sync_s", "embedding sync"), ("optimizer_s", "optimizer"),
 )
-MAX_TIMELINE_MICRO_BATCHES = 16
-
-
-def timeline_for(report: Any) -> tuple[Any, int]:
-    """Executed schedule of the report's pipeline (:func:`distcalc.pipeline.simulate_schedule`; at most 16
-    micro-batches shown, rounded to what the schedule needs: a multiple of pp interleaved, an even number of
-    at least 2·pp for DualPipe) with the report's own per-stage times: F, B (input gradient where the
-    schedule splits the backward) and W of a middle stage, scaled per device by its layers (uneven ends),
-    and one Send/Recv between devices where P2P overlaps compute (else it is part of F and B)."""
-    pipe, config = report.pipeline, report.config or {}
-    pp, vpp = max(int(pipe["stages"]), 1), int(pipe["vpp"])
-    code = Schedule(pipe["schedule"]).code
-    schedule = get_schedule(code)
-    shown = min(int(pipe["micro_batches"]), max(MAX_TIMELINE_MICRO_BATCHES, pp))
-    if schedule.name == "interleaved":
-        shown = max(pp, shown - shown % pp)
-    if schedule.name.startswith("dualpipe"):
-        shown = max(2 * pp, shown - shown % 2)
-    uneven = config.get("first_stage_layers") or config.get("last_stage_layers")
-    layers = np.asarray(pipe.get("stage_layers") or [1.0] * pp, dtype=float)
-    scale = layers / layers[min(1, pp - 1)] if uneven else 1.0  # the per-stage times are a middle stage's
-    forward, backward = pipe["stage_forward_s"] * scale, pipe["stage_backward_s"] * scale
-    weight = pipe.get("stage_weight_s", 0.0) * scale if schedule.split_backward else 0.0
-    p2p = pipe.get("p2p_transfer_s", 0.0) / 2 if pipe.get("pipeline_p2p_overlap") else 0.0
-    return simulate_schedule(code, pp, shown, vpp, forward, backward - weight, weight, p2p), shown
 
 
 def plot_analysis(report: Any, path: Path | str) -> None:
     """Write a PNG: left, the step time by component; right, the pipeline timeline (F/B/W per stage)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1, 2]})
     parts = [(label, report.time_breakdown.get(key, 0.0)) for key, label in COMPONENTS]
     parts = [(label, value) for label, value in parts if value > 0]

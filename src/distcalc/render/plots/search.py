@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.plots import seconds_log_axis
+from distcalc.render.plots.axes import pyplot, seconds_log_axis
 from distcalc.units import GIB
 
 #: Layouts drawn in their own colour (the rest grey): the ones holding the fastest configurations.
@@ -22,11 +22,7 @@ def _layout(tp: int, pp: int, cp: int, ep: int) -> str:
 
 def plot_search(result: Any, path: Path) -> None:
     """Write the scatter plot of a :class:`distcalc.search.SearchResult` to ``path`` (PNG)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     columns = result.columns()
     step = np.asarray(columns["step_time_s"], dtype=float)
     memory = np.asarray(columns["memory_bytes"], dtype=float) / GIB
