@@ -13,16 +13,31 @@
   rich`` loads neither ``rich.console`` nor ``rich.table``; the command line pays for both whatever distcalc
   itself does, so the difference between the two ratios is dependency time, not distcalc's.
 
-    .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5]
+  Every start-up runs with compiled bytecode, as an installed package has it: the children write their .pyc
+  into a private temporary cache (``PYTHONPYCACHEPREFIX``), one untimed run of each command fills it, and
+  the timed runs take the commands in turn (round-robin) so that a change in the machine's load falls on all
+  of them alike. Without that, a caller's ``PYTHONDONTWRITEBYTECODE`` makes every run recompile distcalc's
+  ~110 modules from source (about 0.1 s of CPU) but not the dependencies, whose .pyc ship in site-packages;
+  ``--recompile`` measures that way on purpose.
+
+  ``--instructions`` also counts the instructions of one run of each (valgrind's callgrind, numpy's OpenBLAS
+  on one thread): a figure that other jobs on the machine do not move, for before/after comparisons on a
+  loaded machine (needs ``valgrind`` on the PATH; about a minute per command).
+
+    .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5] [--recompile] [--instructions]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -56,41 +71,92 @@ def analyze_times_ms(repeat: int) -> tuple[float, float, float]:
     return 1e3 * statistics.median(samples), 1e3 * min(samples), 1e3 * cpu
 
 
-def startup_s(argv: list[str], runs: int) -> tuple[float, float]:
-    """Median wall time and median CPU time (user + system, from the child's rusage) of ``runs`` runs. CPU
-    time is the steadier figure on a machine that other jobs share; wall time is what a user waits."""
-    walls, cpus = [], []
+def child_environment(cache_dir: str | None) -> dict[str, str]:
+    """The environment of the timed commands: bytecode cached under ``cache_dir`` (None: never written, every
+    run compiles what has no .pyc beside its source)."""
+    env = dict(os.environ)
+    if cache_dir is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache_dir
+    return env
+
+
+def run_s(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, from the child's rusage) of one run. CPU time is the steadier
+    figure on a machine that other jobs share; wall time is what a user waits."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+
+
+def startup_s(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict[str, tuple[float, float]]:
+    """Median wall and CPU time of each command: one untimed run each (bytecode cache filled), then ``runs``
+    rounds that run every command once."""
+    for argv in commands.values():
+        run_s(argv, env)
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
     for _ in range(runs):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        start = time.perf_counter()
-        subprocess.run(argv, check=True, capture_output=True)
-        walls.append(time.perf_counter() - start)
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
-    return statistics.median(walls), statistics.median(cpus)
+        for name, argv in commands.items():
+            samples[name].append(run_s(argv, env))
+    return {name: (statistics.median(w for w, _ in got), statistics.median(c for _, c in got))
+            for name, got in samples.items()}
+
+
+def instructions(argv: list[str], env: dict[str, str]) -> int:
+    """Instructions executed by one run of ``argv`` under callgrind (after an untimed run filled the cache)."""
+    env = dict(env, OPENBLAS_NUM_THREADS="1")
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
+                          check=True, capture_output=True, text=True, env=env)
+    return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
     parser.add_argument("--runs", type=int, default=5, help="subprocess runs per start-up figure")
+    parser.add_argument("--recompile", action="store_true",
+                        help="no bytecode cache: every run compiles distcalc's sources (what PYTHONDONTWRITEBYTECODE "
+                             "does to a source checkout)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count each start-up's instructions (callgrind; needs valgrind)")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind on the PATH")
     ms, fastest, cpu = analyze_times_ms(args.repeat)
     print(f"analyze (Llama-3-70B, 64 H100): {ms:.3f} ms per call (median of {args.repeat}); "
           f"{BEFORE_MS / ms:.2f}x vs {BEFORE_MS:.1f} ms before; target <= 0.5 ms")
     print(f"  fastest call {fastest:.3f} ms ({BEFORE_MS / fastest:.2f}x); CPU time {cpu:.3f} ms per call "
           f"({BEFORE_MS / cpu:.2f}x)")
-    print(f"start-up, median of {args.runs} runs, wall s / CPU s:")
-    base = startup_s([sys.executable, "-c", DEPENDENCIES], args.runs)
-    used = startup_s([sys.executable, "-c", DEPENDENCIES_AS_USED], args.runs)
+    commands = {"deps": [sys.executable, "-c", DEPENDENCIES], "used": [sys.executable, "-c", DEPENDENCIES_AS_USED]}
+    for argv in ([DISTCALC, "--help"], [DISTCALC, "analyze", "--help"], [DISTCALC, "analyze"]):
+        commands[" ".join(Path(argv[0]).name.split() + argv[1:])] = argv
+    with tempfile.TemporaryDirectory(prefix="distcalc-pyc-") as cache_dir:
+        env = child_environment(None if args.recompile else cache_dir)
+        times = startup_s(commands, args.runs, env)
+        counts = {name: instructions(argv, env) for name, argv in commands.items()} if args.instructions else {}
+    bytecode = "compiled on every run (--recompile)" if args.recompile else "compiled once, cached"
+    print(f"start-up, median of {args.runs} runs, wall s / CPU s (bytecode {bytecode}; load average "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
+    base, used = times.pop("deps"), times.pop("used")
     print(f"  dependencies alone ({DEPENDENCIES}): {base[0]:.3f} / {base[1]:.3f}")
     print(f"  dependencies as used (+ pydantic.BaseModel's first model, rich.console/table/panel): "
           f"{used[0]:.3f} / {used[1]:.3f}")
-    for argv in ([DISTCALC, "--help"], [DISTCALC, "analyze", "--help"], [DISTCALC, "analyze"]):
-        wall, cpu = startup_s(argv, args.runs)
-        print(f"  {' '.join(Path(argv[0]).name.split() + argv[1:])}: {wall:.3f} / {cpu:.3f}; ratio to the "
-              f"dependencies {wall / base[0]:.2f} wall, {cpu / base[1]:.2f} CPU (target <= 1.30); to the "
-              f"dependencies as used {wall / used[0]:.2f} wall, {cpu / used[1]:.2f} CPU")
+    for name, (wall, cpu) in times.items():
+        print(f"  {name}: {wall:.3f} / {cpu:.3f}; ratio to the dependencies {wall / base[0]:.2f} wall, "
+              f"{cpu / base[1]:.2f} CPU (target <= 1.30); to the dependencies as used {wall / used[0]:.2f} wall, "
+              f"{cpu / used[1]:.2f} CPU")
+    if counts:
+        print("instructions of one run (callgrind, OpenBLAS on one thread):")
+        for name, count in counts.items():
+            print(f"  {name}: {count:,}; {count / counts['deps']:.2f}x the dependencies, "
+                  f"{count / counts['used']:.2f}x the dependencies as used")
 
 
 if __name__ == "__main__":

@@ -39,10 +39,12 @@ DEFAULT_GPU_SPEED_CV = 0.08 / (2 * 2.698)
 @lru_cache(maxsize=1)
 def _normal_grid() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The integration grid on [-12, 12] with the standard normal density and log CDF on it (built on first
-    use, not at import: 24,001 ``erfc`` calls)."""
+    use, not at import: 24,001 ``erfc`` calls, on Python floats: the same arguments as dividing element by
+    element, a tenth of the time of calling ``erfc`` on numpy scalars)."""
     grid = np.linspace(-12.0, 12.0, 24001)
     pdf = np.exp(-0.5 * grid * grid) / math.sqrt(2.0 * math.pi)
-    log_cdf = np.log(np.maximum(0.5 * np.array([math.erfc(-x / math.sqrt(2.0)) for x in grid]), 1e-300))
+    erfc = np.array(list(map(math.erfc, (-grid / math.sqrt(2.0)).tolist())))
+    log_cdf = np.log(np.maximum(0.5 * erfc, 1e-300))
     return grid, pdf, log_cdf
 
 

@@ -62,6 +62,10 @@ def register(app: typer.Typer) -> None:
                                                        "ZeRO-1/2: 6)")] = 0.0,
         step_bucket: Annotated[str, typer.Option(rich_help_panel=O, help="gradient bucket the optimizer step "
                                                  "allocates (bytes; DeepSpeed ZeRO-1/2: 1e9)")] = "0",
+        attention_score_buffer: Annotated[bool, typer.Option(
+            rich_help_panel=O, help="non-flash attention computes its scores into a persistent buffer "
+                                    "(Megatron-LM's GlobalMemoryBuffer): 2·b·a/t·s² bytes on every stage "
+                                    "when flash attention is off")] = False,
         fsdp_shard_size: FsdpShardSizeOption = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
         ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,

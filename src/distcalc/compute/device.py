@@ -51,15 +51,14 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, replace
 from enum import Enum
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from distcalc.errors import ConfigError
 from distcalc.ops import SCALAR, float_array, scalar_inputs
 from distcalc.precision import Precision
+from distcalc.preset_files import read_presets
 
 ArrayLike = Any
 
@@ -250,8 +249,7 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
 
 @functools.lru_cache(maxsize=1)
 def _load_table() -> dict[str, Any]:
-    path = Path(__file__).resolve().parents[1] / "presets" / "compute.yaml"
-    return yaml.safe_load(path.read_text())
+    return read_presets("compute.yaml")
 
 
 def compute_preset_entry(name: str) -> dict[str, Any]:

@@ -53,6 +53,8 @@ class MemoryRequest(PipelineRequest, Zero3Fields):
     step_bucket: str = Field("0", description="gradient bucket the optimizer step allocates (DeepSpeed "
                              "ZeRO-1/2: 1e9 = 5e8 16-bit elements)")
     fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
+    attention_score_buffer: bool = Field(False, description="non-flash attention keeps its scores in a persistent "
+                                         "global buffer (Megatron-LM GlobalMemoryBuffer)")
 
 
 def size_or_zero(text: str) -> int:
@@ -110,6 +112,7 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             step_buffer_bytes_per_parameter=request.step_buffer,
                             step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
                            zero_shard_size=request.fsdp_shard_size,
+                            attention_score_buffer=request.attention_score_buffer,
                             deepspeed_zero3=request.deepspeed_zero3(config.pp) if config.zero_stage >= 3 else None)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 

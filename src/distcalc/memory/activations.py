@@ -140,6 +140,19 @@ def output_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, seque
     return hidden, activation_bytes * tokens * dims.vocab / t, FP32_BYTES * tokens * dims.vocab / t
 
 
+def attention_score_buffer_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp,
+                                 activation_bytes: float = ACTIVATION_BYTES_16):
+    """The persistent buffer Megatron-LM's non-flash core attention computes its raw scores into:
+    ``CoreAttention.forward`` (``megatron/model/transformer.py``) takes a ``[b·a/t, s, s]`` tensor of the
+    activation dtype from ``mpu.get_global_memory_buffer().get_tensor(..., "mpu")`` as the ``baddbmm`` output
+    (``beta=0``), and ``GlobalMemoryBuffer.get_tensor`` (``megatron/core/utils.py``) keeps the largest tensor it
+    ever handed out for that name for the life of the process (sail-sg/zero-bubble-pipeline-parallelism@93af65c).
+    One buffer per GPU, reused by every layer and micro-batch: ``activation_bytes·b·(a/t)·(s/cp)·s``. The
+    softmax output that autograd keeps (the ``a·s²·b`` terms of :func:`layer_activation_bytes`) is a separate
+    tensor; this buffer is the scores before the softmax, held on top."""
+    return (activation_bytes * _as(micro_batch) * dims.heads / _as(tp) * _as(seq_len) / _as(cp) * _as(seq_len))
+
+
 def embedding_activation_bytes(dims: ModelDims, seq_len, micro_batch, tp, cp, sequence_parallel):
     """Embedding-dropout mask ``s·b·h`` (1 B, split by t under SP) for one micro-batch on the first stage;
     0 when the model has no embedding dropout."""

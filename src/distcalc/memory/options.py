@@ -38,6 +38,10 @@ class MemoryOptions(BaseModel):
       ``stage3_max_live_parameters`` (at least the blocks kept for backward and the block being computed), the
       contiguous IPG bucket and one flattened ReduceScatter bucket, and the persistent parameters held whole
       (:func:`distcalc.deepspeed_zero3.stage_buffer_bytes`), in the buffers line.
+    * ``attention_score_buffer`` False: the stack's non-flash attention computes its raw scores into a
+      persistent per-process buffer (Megatron-LM's ``GlobalMemoryBuffer``,
+      :func:`distcalc.memory.activations.attention_score_buffer_bytes`), held on top of the activations
+      whenever flash attention is off; stacks that allocate the scores per call free them within the layer.
     * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
       :func:`distcalc.analyze.options.moe_slot_factor`).
     """
@@ -56,5 +60,7 @@ class MemoryOptions(BaseModel):
                                  "ranks (0: the whole dp·cp group)")
     deepspeed_zero3: DeepSpeedZero3 | None = Field(None, description="ZeRO-3 buffers as DeepSpeed holds them "
                                                    "(None: zero3_prefetch_layers gathered layers)")
+    attention_score_buffer: bool = Field(False, description="non-flash attention scores in a persistent "
+                                         "global buffer (Megatron-LM GlobalMemoryBuffer)")
     moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
                                     "mean routed token (capacity factor, or dropless load imbalance)")

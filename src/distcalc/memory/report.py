@@ -62,6 +62,8 @@ class StageMemory(BaseModel):
     embedding_activations_bytes: float
     output_activations_bytes: float = Field(description="final norm / LM-head inputs and 16-bit logits")
     loss_workspace_bytes: float = Field(description="fp32 softmax of the cross-entropy")
+    attention_buffer_bytes: float = Field(0.0, description="persistent non-flash attention-score buffer "
+                                          "(MemoryOptions.attention_score_buffer)")
     activations_bytes: float
     communication_buffers_bytes: float
     cuda_context_bytes: float

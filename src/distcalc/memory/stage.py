@@ -25,6 +25,7 @@ import numpy as np
 
 from distcalc.deepspeed_zero3 import stage_buffer_bytes as deepspeed_stage_buffer_bytes
 from distcalc.memory.activations import (
+    attention_score_buffer_bytes,
     embedding_activation_bytes,
     in_flight_micro_batches,
     ACTIVATION_BYTES_16,
@@ -44,7 +45,7 @@ STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
     "optimizer_bytes", "model_states_bytes", "layer_model_states_bytes", "in_flight_micro_batches",
     "activations_per_layer_bytes", "layer_activations_bytes", "recompute_workspace_bytes",
-    "embedding_activations_bytes", "output_activations_bytes", "loss_workspace_bytes", "activations_bytes",
+    "embedding_activations_bytes", "output_activations_bytes", "loss_workspace_bytes", "attention_buffer_bytes", "activations_bytes",
     "communication_buffers_bytes", "cuda_context_bytes", "allocator_reserve_bytes", "optimizer_step_buffers_bytes",
     "total_bytes",
 )
@@ -99,6 +100,9 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
                                                    activation_bytes=activation_bytes, **act)
                             if has_moe else (0.0, 0.0))
     hidden_out, logits, loss = output_activation_bytes(dims, activation_bytes=activation_bytes, **act)
+    score_buffer = (np.where(flash, 0.0, attention_score_buffer_bytes(dims, seq_len, micro_batch, tp, cp,
+                                                                      activation_bytes))
+                    if options.attention_score_buffer else 0.0)  # only a stack that keeps one, only without flash
     per_param = weight_bytes, gradient_bytes, optimizer_bytes
     pp_f, m = f(pp), f(num_micro_batches)
     lm_head = dims.embedding if dims.tied_embeddings else dims.lm_head
@@ -117,6 +121,7 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
         divisors=zero_divisors(zero, shard), expert_divisors=zero_divisors(zero, expert_shard),
         stored_dense=stored_dense, work_dense=work_dense, stored_moe=stored_moe, work_moe=work_moe,
         embedding_act=embedding_activation_bytes(dims, **act), output_act=hidden_out + logits, loss=loss,
+        score_buffer=score_buffer,
         gather_dense=np.where(z3 & (shard > 1), 1.0, 0.0), gather_expert=np.where(z3 & (expert_shard > 1), 1.0, 0.0),
         options=options,
     )
@@ -168,7 +173,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     (experts over d/ep). Activations: in-flight units (:func:`in_flight_micro_batches`) / vpp × the stage's
     per-layer activations (:func:`layer_activation_bytes`) summed over its layers (a unit holds the stage's
     average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
-    logits and fp32 loss workspace (stage pp−1). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
+    logits and fp32 loss workspace (stage pp−1), + the persistent attention-score buffer of a non-flash stack
+    that keeps one (:func:`~distcalc.memory.activations.attention_score_buffer_bytes`, ``MemoryOptions``). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
     context, allocator reserve, the optimizer step's own tensors (:class:`MemoryOptions`).
     ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
 
@@ -210,7 +216,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     out_count = np.where(last, t["output_count"], 0.0)
     output_acts = out_count * t["output_act"]
     loss_ws = out_count * t["loss"]
-    activations = layer_acts + workspace + embed_acts + output_acts + loss_ws
+    score_buffer = np.where(layers > 0, t["score_buffer"], 0.0)  # a stage running attention holds the buffer
+    activations = layer_acts + workspace + embed_acts + output_acts + loss_ws + score_buffer
 
     # ---- buffers and reserve
     comm, context = layer_terms["comm"], layer_terms["context"]
@@ -231,7 +238,7 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
         "in_flight_micro_batches": units, "activations_per_layer_bytes": per_layer,
         "layer_activations_bytes": layer_acts, "recompute_workspace_bytes": workspace,
         "embedding_activations_bytes": embed_acts, "output_activations_bytes": output_acts,
-        "loss_workspace_bytes": loss_ws, "activations_bytes": activations,
+        "loss_workspace_bytes": loss_ws, "attention_buffer_bytes": score_buffer, "activations_bytes": activations,
         "communication_buffers_bytes": comm, "cuda_context_bytes": context,
         "allocator_reserve_bytes": reserve, "optimizer_step_buffers_bytes": step_buffers,
         "total_bytes": subtotal + reserve + step_buffers,

@@ -7,8 +7,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from distcalc.errors import ConfigError
 from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
 from distcalc.model.fields import check_model_fields
@@ -16,6 +14,7 @@ from distcalc.model.hf import spec_from_hf_config
 from distcalc.model.hf_cache import cached_config_path, looks_like_repo_id
 from distcalc.suggest import did_you_mean
 from distcalc.model.spec import ModelSpec
+from distcalc.preset_files import parse_preset_yaml
 
 # Fields only distcalc's own spec files carry; a Hugging Face config.json never has them.
 _SPEC_ONLY_FIELDS = frozenset({"norm_type", "gated_mlp", "position_embedding", "attention_qkv_bias"})
@@ -33,7 +32,7 @@ def list_models() -> tuple[str, ...]:
 
 @lru_cache(maxsize=None)
 def _load_preset(name: str) -> ModelSpec:
-    data = yaml.safe_load((_preset_root() / f"{name}.yaml").read_text(encoding="utf-8"))
+    data = parse_preset_yaml((_preset_root() / f"{name}.yaml").read_text(encoding="utf-8"))
     data.setdefault("name", name)
     return ModelSpec(**data)
 

@@ -14,12 +14,13 @@ SEGMENTS = (
     ("recompute workspace", ("recompute_workspace_bytes",)),
     ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
     ("loss workspace", ("loss_workspace_bytes",)),
+    ("attention-score buffer", ("attention_buffer_bytes",)),  # shown when a stack has one
     ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
     ("allocator reserve", ("allocator_reserve_bytes",)),
     ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
 )
 #: Lines left out when they are zero on every stage shown.
-OPTIONAL_LINES = ("optimizer-step buffers",)
+OPTIONAL_LINES = ("attention-score buffer", "optimizer-step buffers")
 
 
 def stage_lines(stages: Sequence[Any]) -> list[tuple[str, list[float]]]:

@@ -99,7 +99,7 @@ from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES
 from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
-                                                         attention_kernel, cross_entropy_kernel,
+                                                         attention_kernel, attention_score_buffer, cross_entropy_kernel,
                                                          elementwise_kernels, legacy_megatron, main_grad_dtype,
                                                          megatron_core, megatron_launched, moe_aux_loss,
                                                          moe_router_group_limited)
@@ -325,7 +325,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         deepspeed_zero=deepspeed_zero(run) or bf16_optimizer, fp32_grad_accumulation=bf16_optimizer,
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
-        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run)),
+        nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run),
+                           attention_score_buffer=attention_score_buffer(run)),
         sixteen_bit_main_grad=main_grad_dtype(run) is MainGradDtype.FP16,
     ).model_copy(update=bridge_memory_updates(run))
 

@@ -126,3 +126,17 @@ def moe_aux_loss(run: PublishedRun) -> bool:
     ``simu_tools/megatron_scripts/scripts/run_pretrain_deepseekv2.sh``, ``MOE_ARGS``); other rows do not state
     one, and Megatron-Core's default coefficient is 0."""
     return run.source.startswith("SimuMax") and bool(run.moe_detail)
+
+
+#: stacks whose non-flash core attention computes its scores into Megatron-LM's ``GlobalMemoryBuffer`` (code read:
+#: ``megatron/model/transformer.py`` ``CoreAttention.forward`` and ``megatron/core/utils.py`` at
+#: sail-sg/zero-bubble-pipeline-parallelism@93af65c); older Megatron stacks (SC21, Megatron-DeepSpeed of 2022)
+#: were not checked and keep per-call score tensors, freed within the layer
+GLOBAL_SCORE_BUFFER_STACKS = ("sail-sg zero-bubble",)
+
+
+def attention_score_buffer(run: PublishedRun) -> bool:
+    """Whether the row's stack holds its non-flash attention scores in a persistent global buffer
+    (:func:`distcalc.memory.activations.attention_score_buffer_bytes`); the memory model adds it only where flash
+    attention is off."""
+    return any(stack in run.framework for stack in GLOBAL_SCORE_BUFFER_STACKS)
