@@ -46,6 +46,38 @@ def rail_ring_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float,
     return Terms(2 * (total - 1), alpha, 2 * (total - 1) * per_byte * m / total, 2 * f * m)
 
 
+def rail_ring_channels_phase(g: int, n: int, m: float, b1: float, a1: float, b2: float, a2: float) -> Terms:
+    """One ReduceScatter (or AllGather) phase of H02's g rings run as independent channels with α in flight
+    (the simulator's event timing of the executed schedule; AllReduce is two phases back to back). Each ring
+    hop is an intra-node hop (α1, service s1 = (g−1)·b/B1: the GPU's NVSwitch port carries g − 1 rings) or
+    the node's exit hop (α2, s2 = b/B2), b = M/(N·g), in the cyclic order of n blocks of g − 1 intra hops and
+    one exit hop. Over S = N − 1 steps a dependency path stays on consecutive hops of its ring, r_h ≥ 1 steps
+    on hop h, collecting r_h·s_h and one α_h per hop (it leaves a hop by a data dependency, or ends), so
+
+        T = max over windows W of consecutive hops, |W| ≤ S, of Σ_W (α_h + s_h) + (S − |W|)·max_W s_h:
+
+    the walk W = S hops at small M, the busiest hop's queue at large M. The α term is the maximising
+    window's Σ α. [D]; checked against the event-driven simulation of the schedule (tests)."""
+    total = g * n
+    steps = total - 1
+    b = m / (total * g)
+    inter = np.tile(np.concatenate([np.zeros(g - 1, dtype=bool), [True]]), n)
+    alpha = np.where(inter, a2, a1)
+    service = np.where(inter, b / b2, (g - 1) * b / b1)
+    reps = -(-(total + steps) // total)
+    alpha_cum = np.concatenate([[0.0], np.cumsum(np.tile(alpha, reps))])
+    cost_cum = np.concatenate([[0.0], np.cumsum(np.tile(alpha + service, reps))])
+    inter_cum = np.concatenate([[0], np.cumsum(np.tile(inter, reps))])
+    start = np.arange(total)[:, None]
+    length = np.arange(1, steps + 1)[None, :]
+    end = start + length
+    widest = np.where(inter_cum[end] > inter_cum[start], b / b2, (g - 1) * b / b1)
+    value = cost_cum[end] - cost_cum[start] + (steps - length) * widest
+    best = np.unravel_index(int(np.argmax(value)), value.shape)
+    alpha_term = float(alpha_cum[end[best]] - alpha_cum[start[best[0], 0]])
+    return Terms(steps, alpha_term, float(value[best]) - alpha_term, (total - 1) / total * m)
+
+
 def chain_dbt_allreduce(g: int, n: int, m: Any, b1: float, a1: float, b2: float, a2: float) -> Terms:
     """H03 NCCL Tree: intra-node chain + inter-node double binary tree, pipelined (k → ∞):
     2(g−1)α1 + 2⌈log2 n⌉α2 + max(2(g−1)/g·M/B1, c_n·M/(g·B2)), c_n = 0, 1, 1.5, 2 for n = 1, 2, 3, ≥ 4 (the

@@ -21,6 +21,7 @@ from distcalc.simulate.budget import check_before_generation, check_schedule, ou
 from distcalc.simulate.events import DENSE_READY_ENTRIES, time_events
 from distcalc.simulate.execute import Execution, execute
 from distcalc.simulate.plans import generate_schedule, to_schedule
+from distcalc.simulate.plans_grid import rail_ring_channels
 from distcalc.simulate.route import route_schedule
 from distcalc.simulate.schedule import Op, Pattern, Schedule
 from distcalc.simulate.schedule_formula import schedule_formula
@@ -130,9 +131,11 @@ def parse_mode(mode: TimingMode | str) -> TimingMode:
 
 
 def time_routed(schedule: Schedule, topo: Topology, mode: TimingMode | str = TimingMode.STEP) -> Timing:
-    """Time a schedule on ``topo``: synchronous steps (:mod:`.timing`) or chunk-level events (:mod:`.events`)."""
+    """Time a schedule on ``topo``: synchronous steps (:mod:`.timing`) or chunk-level events (:mod:`.events`;
+    a schedule of independent rings, ``notes["ring_channels"]``, runs one channel per ring)."""
     if parse_mode(mode) == TimingMode.EVENT:
-        return time_events(schedule, topo)
+        rings = schedule.notes.get("ring_channels")
+        return time_events(schedule, topo, None if rings is None else rail_ring_channels(schedule.chunk, rings))
     return time_schedule(route_schedule(schedule, topo), topo.gpus)
 
 

@@ -27,6 +27,14 @@ al., ISPASS 2023).
 
 The time and its α part are carried along the critical path (the α of every message on the chain of
 dependencies that ends last); the bandwidth part is the rest.
+
+**Independent channels** (``channel``, one id per schedule row; NCCL runs each ring of a multi-ring
+schedule as its own channel: its own thread block, connection and NCCL_STEPS = 8 buffer slots, so a send
+waits for its own data and a free slot, never for a send of another ring nor for its own previous message
+to land): every (link, channel) has its own in-order queue, a message occupies its link for the step's
+bytes on that link over B (the channels of a step share the link: concurrent equal shares end together)
+and α is in-flight latency that occupies nothing (LogP's L, not the gap: Culler et al., PPoPP 1993).
+Without ``channel`` (the default) the per-message Hockney model above applies.
 """
 
 from __future__ import annotations
@@ -73,8 +81,9 @@ def _scatter_max(value: np.ndarray, shadow: np.ndarray, index: np.ndarray, new: 
     np.maximum.at(shadow, index[wins], new_shadow[wins])
 
 
-def time_events(schedule: Schedule, topo: Topology) -> Timing:
-    """Event-driven :class:`Timing` of ``schedule`` on ``topo`` (see the module docstring)."""
+def time_events(schedule: Schedule, topo: Topology, channel: np.ndarray | None = None) -> Timing:
+    """Event-driven :class:`Timing` of ``schedule`` on ``topo`` (see the module docstring); ``channel``: the
+    channel of every row (independent queues per link, α in flight), or None (one Hockney queue per link)."""
     routes = row_routes(schedule, topo)
     links, bandwidth = routes.links, routes.bandwidth_bytes_per_s
     n_links, steps, gpus = len(links), schedule.steps, schedule.gpus
@@ -85,7 +94,11 @@ def time_events(schedule: Schedule, topo: Topology) -> Timing:
                       TimingMode.EVENT)
     dep, arr, table = _data_keys(schedule)
     ready, ready_alpha = np.zeros(table), np.zeros(table)
-    free, free_alpha = np.zeros(n_links), np.zeros(n_links)
+    queues = 1 if channel is None else int(np.max(channel)) + 1
+    if channel is not None and (np.size(channel) != schedule.src.size or np.min(channel) < 0):
+        raise ValueError(f"channel: {np.size(channel)} non-negative ids needed, one per row "
+                         f"({schedule.src.size} rows)")
+    free, free_alpha = np.zeros(n_links * queues), np.zeros(n_links * queues)
     link_bytes = np.zeros(n_links)
     done, done_alpha = np.zeros(steps), np.zeros(steps)  # last arrival of each step and its α part
     step_max_link_bytes = np.zeros(steps)
@@ -105,9 +118,15 @@ def time_events(schedule: Schedule, topo: Topology) -> Timing:
             entry_row = np.repeat(np.arange(pair.size), reps)
             offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
             entry_link = flat[np.repeat(ptr[pair], reps) + offsets]
-        # one message per link: its bytes, its α (largest route latency it carries), when its data is ready
-        used, entry_message = np.unique(entry_link, return_inverse=True)
+        # one message per link (per channel): its bytes, its α (largest route latency it carries), when its
+        # data is ready
+        queue = entry_link if channel is None else entry_link * queues + channel[rows][entry_row]
+        used, entry_message = np.unique(queue, return_inverse=True)
+        physical = used // queues
         size_bytes = np.bincount(entry_message, minlength=used.size) * schedule.chunk_bytes
+        # the link's bytes in this step (all channels on it) set every message's service time on it
+        link_step_bytes = size_bytes if channel is None else (
+            np.bincount(entry_link, minlength=n_links)[physical] * schedule.chunk_bytes)
         alpha = np.zeros(used.size)
         np.maximum.at(alpha, entry_message, latency[entry_row])
         data, data_alpha = np.full(used.size, -np.inf), np.zeros(used.size)
@@ -116,7 +135,8 @@ def time_events(schedule: Schedule, topo: Topology) -> Timing:
         start = np.maximum(link_free, data)
         start_alpha = np.where(link_free > data, link_free_alpha,
                                np.where(link_free < data, data_alpha, np.maximum(link_free_alpha, data_alpha)))
-        duration = alpha + size_bytes / bandwidth[used]
+        service = link_step_bytes / bandwidth[physical]
+        duration = alpha + service
         # a transfer holds its whole route (cut-through circuit): it starts when every link of it can start,
         # and lasts as long as its slowest link's message
         row_start, row_start_alpha = np.full(pair.size, -np.inf), np.zeros(pair.size)
@@ -127,11 +147,19 @@ def time_events(schedule: Schedule, topo: Topology) -> Timing:
         np.maximum.at(row_alpha, entry_row, alpha[entry_message])
         arrival, arrival_alpha = row_start + row_duration, row_start_alpha + row_alpha
         # a link is free again when its own message is through and every transfer holding it has arrived
-        end, end_alpha = start + duration, start_alpha + alpha
-        _scatter_max(end, end_alpha, entry_message, arrival[entry_row], arrival_alpha[entry_row])
+        if channel is None:
+            end, end_alpha = start + duration, start_alpha + alpha
+            _scatter_max(end, end_alpha, entry_message, arrival[entry_row], arrival_alpha[entry_row])
+        else:  # α in flight: the queue is free once its message is serialised on every link of its route
+            end, end_alpha = np.full(used.size, -np.inf), np.zeros(used.size)
+            _scatter_max(end, end_alpha, entry_message, row_start[entry_row] + service[entry_message],
+                         row_start_alpha[entry_row])
         free[used], free_alpha[used] = end, end_alpha
-        link_bytes[used] += size_bytes
-        step_max_link_bytes[s] = size_bytes.max()
+        if channel is None:
+            link_bytes[used] += size_bytes
+        else:
+            np.add.at(link_bytes, physical, size_bytes)
+        step_max_link_bytes[s] = link_step_bytes.max()
         _scatter_max(ready, ready_alpha, arr[rows], arrival, arrival_alpha)
         last = int(np.argmax(arrival))
         done[s], done_alpha[s] = arrival[last], arrival_alpha[last]

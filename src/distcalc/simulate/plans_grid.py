@@ -127,6 +127,12 @@ def rail_ring_rs(g: int, nodes: int) -> tuple[Rows, int, bool]:
     return reduce_scatter_rows(rings, bundles, RingMode.UNI), g * nodes * g, aligned
 
 
+def rail_ring_channels(chunk: np.ndarray, g: int) -> np.ndarray:
+    """The ring (NCCL channel) of every row of an H02 schedule: chunk = owner·g + k rides ring k
+    (:func:`rail_ring_rs`; the AllGather half is its reversal on the same chunks)."""
+    return np.asarray(chunk) % g
+
+
 def hierarchical_plan(kind: str, algorithm: str, g: int, nodes: int, segments: int) -> Plan:
     """Every (collective, algorithm) of a two-level cluster with g GPUs per node."""
     n, shape = g * nodes, (g, nodes)
@@ -136,7 +142,7 @@ def hierarchical_plan(kind: str, algorithm: str, g: int, nodes: int, segments: i
         return Plan(_finish(kind, sequential_reduce_scatter_rows(shape, [0, 1], uni, 1)), n)
     if kind in SHORT and algorithm in ("rail-ring", "nccl-ring"):  # H02 (NCCL model: same schedule)
         rs, chunks, aligned = rail_ring_rs(g, nodes)
-        return Plan(_finish(kind, rs), chunks, notes={"rail_aligned": aligned})
+        return Plan(_finish(kind, rs), chunks, notes={"rail_aligned": aligned, "ring_channels": g})
     if kind == "all-reduce" and algorithm == "astra-baseline":  # H04: full AR per dimension
         c = np.arange(n)
         intra = reduce_scatter_rows(locals_, np.broadcast_to(c.reshape(g, nodes), (nodes, g, nodes)), RingMode.UNI)

@@ -9,6 +9,11 @@ with a different spec formula.
   :func:`distcalc.collective.grid.concurrent_reduce_scatter_overlapped` (a job-shop makespan; AllReduce = RS
   then AG, twice). The library keeps the phase-synchronous T04/T08/T12 docs/spec/collectives.md pins, an
   upper bound of it (§7 caveat).
+* Rail-aligned rings (H02) on two levels, event-driven timing: the g rings run as independent channels with
+  α in flight (:mod:`distcalc.simulate.events`), which is
+  :func:`distcalc.collective.hierarchical.rail_ring_channels_phase` per phase (AllReduce: two). The library
+  keeps H02 (NCCL's older tuning count of network steps plus the busiest link's time); ``nccl-ring`` runs the
+  same schedule and stays compared with NCCL's own model (H07).
 
 Every other schedule is priced by the library's own formula (:func:`schedule_formula` returns None).
 """
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 from distcalc.collective import Algorithm, CollectiveCost, CollectiveKind
 from distcalc.collective.grid import concurrent_reduce_scatter_overlapped
+from distcalc.collective.hierarchical import rail_ring_channels_phase
 from distcalc.collective.pipelined_tree import segmented_cost
 from distcalc.simulate.schedule import Schedule
 from distcalc.simulate.timing import TimingMode
@@ -46,4 +52,16 @@ def schedule_formula(kind: CollectiveKind, priced: CollectiveCost, topo: Topolog
                               time_s=alpha + bw, latency_term_s=alpha, bandwidth_term_s=bw,
                               steps=times * int(terms.steps), bytes_sent_per_gpu=times * float(terms.sent_bytes),
                               formula_id=f"{priced.formula_id}-overlapped")
+    g = topo.gpus_per_node or topo.gpus
+    if (mode == TimingMode.EVENT and algorithm == Algorithm.RAIL_RING and topo.kind == TopologyKind.HIERARCHICAL
+            and topo.nodes > 1 and g > 1 and kind in _DIM_CONCURRENT_KINDS):
+        times = _DIM_CONCURRENT_KINDS[kind]
+        terms = rail_ring_channels_phase(g, topo.nodes, float(size_bytes), topo.bandwidth_bytes_per_s,
+                                         topo.latency_s, float(topo.inter_bandwidth_bytes_per_s),
+                                         float(topo.inter_latency_s))
+        alpha, bw = times * terms.alpha_term_s, times * terms.bw_term_s
+        return CollectiveCost(collective=kind, algorithm=algorithm, size_bytes=float(size_bytes), gpus=topo.gpus,
+                              time_s=alpha + bw, latency_term_s=alpha, bandwidth_term_s=bw, steps=priced.steps,
+                              bytes_sent_per_gpu=priced.bytes_sent_per_gpu,
+                              formula_id=f"{priced.formula_id}-channels")
     return None

@@ -36,7 +36,9 @@ def print_simulation(results: list[SimulationResult], plot: Optional[str]) -> No
     for r in results:
         if r.spec is not None:
             what = (f"at the schedule's k = {r.schedule.notes['segments']} segments; the k → ∞"
-                    if "segments" in r.schedule.notes else "without phase barriers; the phase-synchronous")
+                    if "segments" in r.schedule.notes else
+                    f"with its {r.schedule.notes['ring_channels']} rings as independent channels;"
+                    if "ring_channels" in r.schedule.notes else "without phase barriers; the phase-synchronous")
             console.print(f"{r.algorithm}: analytic = {r.analytic.formula_id} {what} {r.spec.formula_id} gives "
                           f"{format_time(float(r.spec.time_s))}")
     for r in results:
