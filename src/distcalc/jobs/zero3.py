@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from distcalc.deepspeed_zero3 import DeepSpeedZero3, Zero3Impl
+from distcalc.zero3_config import DeepSpeedZero3, Zero3Impl
 from distcalc.errors import ConfigError
 
 
