@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from pydantic import ConfigDict
 
 from distcalc.errors import ConfigError
 from distcalc.modes import (CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES,  # noqa: F401 (re-exported)
@@ -52,6 +53,8 @@ class ParallelConfig(ParallelFields):
     when vpp > 1 else 1f1b; ``global_batch`` = micro_batch · dp · m with m = 2·pp micro-batches per DP rank
     (1 without pipelining) — the fewest that keep every 1F1B and interleaved stage at its peak memory.
     """
+
+    model_config = ConfigDict(defer_build=False)  # validator built with the class, as for every other model
 
     def __init__(self, **data: object) -> None:
         # Cross-field checks run outside pydantic validators so that they raise ConfigError itself (pydantic

@@ -28,9 +28,10 @@ def require_positive(**degrees: Any) -> None:
 class ParallelFields(BaseModel):
     """The fields of :class:`~distcalc.parallel.ParallelConfig` (degrees, ZeRO, recomputation, schedule, batch,
     precision), each with its unit and description; ``derived_default`` names a default that depends on
-    other fields."""
+    other fields. Never validated itself (``defer_build``: no validator is built for it), so that reading
+    the fields costs no schema generation; :class:`~distcalc.parallel.ParallelConfig` builds its own."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False, defer_build=True)
 
     gpus: int | None = Field(None, gt=0, description="total GPUs",
                               json_schema_extra={"derived_default": "tp·pp·cp·dp"})

@@ -1,7 +1,5 @@
 """``distcalc analyze``: step time, MFU/HFU and where the time goes, for a model on a cluster preset."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
