@@ -15,8 +15,9 @@ COST_MODEL = ("distcalc.analyze.core", "distcalc.analyze.report", "distcalc.anal
 
 
 def _loaded_after(code: str) -> set[str]:
-    """The ``distcalc`` modules a fresh interpreter holds after running ``code``."""
-    script = code + "\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules if m.startswith('distcalc'))))"
+    """The ``distcalc`` modules (and ``numpy`` when loaded) a fresh interpreter holds after running ``code``."""
+    script = code + ("\nimport json, sys\nprint(json.dumps(sorted(m for m in sys.modules "
+                     "if m.startswith('distcalc') or m == 'numpy')))")
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
     return set(json.loads(out.strip().splitlines()[-1]))
 
@@ -34,5 +35,16 @@ def test_analyze_help_builds_its_options_without_the_cost_model():
                            "command = _module_commands('analyze_cmd')['analyze']\n"
                            "assert any(p.name == 'tp' for p in command.params)\n"
                            "command.get_help(__import__('click').Context(command))")
-    assert "distcalc.cli.analyze_cmd" in loaded and "distcalc.parallel" in loaded
+    assert "distcalc.cli.analyze_cmd" in loaded and "distcalc.parallel_schema" in loaded
     assert not loaded & set(COST_MODEL), sorted(loaded & set(COST_MODEL))
+
+
+def test_analyze_help_imports_no_numpy():
+    """The options' schema, enums and defaults live in modules without NumPy (the NumPy rules are
+    :mod:`distcalc.parallel`'s, :mod:`distcalc.parallel_rules`', …), so the help does not pay for NumPy."""
+    loaded = _loaded_after("from distcalc.cli import _module_commands\n"
+                           "command = _module_commands('analyze_cmd')['analyze']\n"
+                           "command.get_help(__import__('click').Context(command))")
+    assert "numpy" not in loaded
+    assert not {"distcalc.parallel", "distcalc.parallel_rules", "distcalc.variability",
+                "distcalc.deepspeed_zero3", "distcalc.analyze.fsdp"} & loaded

@@ -1,6 +1,6 @@
-"""DeepSpeed ZeRO-3 as DeepSpeed runs it: its configuration (sizes in elements, with DeepSpeed's defaults) and
-the parameter accounting its PartitionedParameterCoordinator implies, shared by the step-time model
-(:mod:`distcalc.analyze.deepspeed_zero3`) and the memory model.
+"""DeepSpeed ZeRO-3 as DeepSpeed runs it: the parameter accounting its PartitionedParameterCoordinator implies
+for its configuration (:mod:`distcalc.zero3_config`: sizes in elements, with DeepSpeed's defaults), shared by
+the step-time model (:mod:`distcalc.analyze.deepspeed_zero3`) and the memory model.
 
 Read from DeepSpeed v0.16.5 (commit 38327e0, 2025-02-21): ``deepspeed/runtime/zero/config.py``
 (``DeepSpeedZeroConfig``), ``deepspeed/runtime/zero/partitioned_param_coordinator.py``
@@ -33,42 +33,13 @@ model fits in ``D/2``. Everything else is gathered again in backward.
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+
+from distcalc.zero3_config import DeepSpeedZero3, Zero3Impl  # noqa: F401 (re-exported)
 
 ArrayLike = Any
-
-
-class Zero3Impl(str, Enum):
-    """Which framework's ZeRO-3 the step-time model follows: PyTorch FSDP / Megatron-FSDP (one gather and one
-    reduce-scatter per block, :mod:`distcalc.analyze.fsdp`) or DeepSpeed (:class:`DeepSpeedZero3`)."""
-
-    FSDP = "fsdp"
-    DEEPSPEED = "deepspeed"
-
-
-class DeepSpeedZero3(BaseModel):
-    """DeepSpeed ZeRO-3's own knobs, in parameter elements, defaults as in DeepSpeed v0.16.5
-    ``deepspeed/runtime/zero/config.py`` (``DeepSpeedZeroConfig``) and its docs (deepspeed.ai/docs/config-json,
-    "ZeRO optimizations for FP16 training")."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    prefetch_bucket_elements: int = Field(50_000_000, ge=0, description="stage3_prefetch_bucket_size: elements "
-                                          "prefetched per fetch (default 5e7)")
-    max_live_parameters: int = Field(1_000_000_000, ge=0, description="stage3_max_live_parameters: gathered or "
-                                     "in-flight elements that bound prefetching (default 1e9)")
-    max_reuse_distance_elements: int = Field(1_000_000_000, ge=0, description="stage3_max_reuse_distance: a "
-                                             "parameter reused within this many trace elements is kept (1e9)")
-    reduce_bucket_elements: int = Field(500_000_000, ge=1, description="reduce_bucket_size: gradient elements "
-                                        "per ReduceScatter bucket (default 5e8)")
-    param_persistence_threshold_elements: int = Field(100_000, ge=0, description="stage3_param_persistence_"
-                                                      "threshold: smaller parameters are never partitioned (1e5)")
-    overlap_comm: bool = Field(True, description="gradient ReduceScatter on a side stream (ZeRO-3 default: on)")
-    contiguous_gradients: bool = Field(True, description="copy gradients into the flat IPG bucket (default on)")
 
 
 def block_vectors(dims: Any, tp: ArrayLike) -> list[tuple[ArrayLike, float]]:

@@ -2,15 +2,15 @@
 
 The spelling is what users read and write (CLI, YAML, JSON); the integer ``code`` is what the vectorised
 formulas (memory, pipeline, step time, search columns) compare NumPy arrays against. Re-exported by
-:mod:`distcalc.parallel`.
+:mod:`distcalc.parallel`. This module does not import NumPy: the command line's option definitions read these
+enums, and ``distcalc analyze --help`` should not pay for NumPy (the elementwise default schedule is
+:func:`distcalc.parallel.default_schedule_code`).
 """
 
 from __future__ import annotations
 
 from enum import Enum
 from typing import Any
-
-import numpy as np
 
 ArrayLike = Any  # int | numpy.ndarray (elementwise formulas)
 
@@ -70,9 +70,9 @@ class Schedule(CodedEnum):
 
     @staticmethod
     def executed(code: ArrayLike) -> ArrayLike:
-        """Whether schedule ``code`` (int or array) is executed by :mod:`distcalc.schedules` rather than priced
-        by a closed form (elementwise)."""
-        return np.asarray(code) >= Schedule.ZB_H2.code
+        """Whether schedule ``code`` (int or NumPy array) is executed by :mod:`distcalc.schedules` rather than
+        priced by a closed form (elementwise on an array: NumPy's own comparison)."""
+        return code >= Schedule.ZB_H2.code
 
 
 _BY_CODE: dict[type, tuple[Any, ...]] = {
@@ -101,9 +101,4 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     return None
 
 
-def default_schedule_code(vpp: ArrayLike) -> ArrayLike:
-    """The schedule when none is given: interleaved where vpp > 1, else 1F1B (codes; elementwise)."""
-    return np.where(np.asarray(vpp) > 1, Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code)
-
-
-__all__ = ["CodedEnum", "Recompute", "Schedule", "V_SHAPED_SCHEDULES", "default_schedule_code", "schedule_shape_problem"]
+__all__ = ["CodedEnum", "Recompute", "Schedule", "V_SHAPED_SCHEDULES", "schedule_shape_problem"]

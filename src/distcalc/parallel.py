@@ -7,7 +7,9 @@ name every factor, torchtitan style: ``tp(8) * pp(4) * cp(1) * dp(3) = 96 != gpu
 
 The enums (:mod:`distcalc.modes`, re-exported here) carry integer ``code``s declared with each member, so
 that the vectorised formulas (memory, pipeline, step time, search) can take NumPy arrays of configurations;
-:mod:`distcalc.parallel_batch` derives that array form from :class:`ParallelConfig`'s fields.
+:mod:`distcalc.parallel_batch` derives that array form from :class:`ParallelConfig`'s fields. The fields
+themselves (names, types, units, bounds, descriptions) are :mod:`distcalc.parallel_schema`'s, which imports no
+NumPy: the command line builds its options from them.
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict
 
 from distcalc.errors import ConfigError
 from distcalc.modes import (CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES,  # noqa: F401 (re-exported)
-                             default_schedule_code, schedule_shape_problem)
+                             schedule_shape_problem)
 from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
                                      uneven_fits)
-from distcalc.precision import Precision
+from distcalc.parallel_schema import ParallelFields, require_positive  # noqa: F401 (re-exported)
+from distcalc.precision import Precision  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
@@ -37,57 +40,21 @@ def default_global_batch(micro_batch: ArrayLike, dp: ArrayLike, pp: ArrayLike) -
     return np.multiply(np.multiply(micro_batch, dp), np.where(np.asarray(pp) > 1, np.multiply(2, pp), 1))
 
 
-def require_positive(**degrees: Any) -> None:
-    """Refuse the first degree (or count) below 1, naming it: ``pp(0) must be >= 1``."""
-    for name, value in degrees.items():
-        if value is not None and int(value) < 1:
-            raise ConfigError(f"{name}({value}) must be >= 1")
+def default_schedule_code(vpp: ArrayLike) -> ArrayLike:
+    """The schedule when none is given: interleaved where vpp > 1, else 1F1B (codes; elementwise)."""
+    return np.where(np.asarray(vpp) > 1, Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code)
 
 
-class ParallelConfig(BaseModel):
-    """A data/tensor/pipeline/context/expert-parallel training configuration (validated on creation).
+class ParallelConfig(ParallelFields):
+    """A data/tensor/pipeline/context/expert-parallel training configuration (validated on creation): the
+    fields of :class:`~distcalc.parallel_schema.ParallelFields`, their defaults resolved and their rules checked.
 
     Defaults: degrees 1; ``dp`` = gpus / (tp·pp·cp); ``gpus`` = tp·pp·cp·dp; ``schedule`` = interleaved
     when vpp > 1 else 1f1b; ``global_batch`` = micro_batch · dp · m with m = 2·pp micro-batches per DP rank
     (1 without pipelining) — the fewest that keep every 1F1B and interleaved stage at its peak memory.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
-
-    gpus: int | None = Field(None, gt=0, description="total GPUs",
-                              json_schema_extra={"derived_default": "tp·pp·cp·dp"})
-    tp: int = Field(1, gt=0, description="tensor-parallel degree (GPUs)")
-    pp: int = Field(1, gt=0, description="pipeline-parallel degree (stages)")
-    dp: int | None = Field(None, gt=0, description="data-parallel degree (GPUs)",
-                            json_schema_extra={"derived_default": "gpus/(tp·pp·cp)"})
-    cp: int = Field(1, gt=0, description="context-parallel degree (GPUs splitting the sequence for attention)")
-    ep: int = Field(1, gt=0, description="expert-parallel degree (GPUs; divides dp·cp)")
-    vpp: int = Field(1, gt=0, description="interleaved model chunks per pipeline stage")
-    zero: int = Field(0, ge=0, le=3,
-                      description="ZeRO stage over the dp·cp group: 0, 1 (optimizer), 2 (+grads), 3 (+params)")
-    distributed_optimizer: bool = Field(False, description="Megatron distributed optimizer (= ZeRO-1 sharding)")
-    sequence_parallel: bool = Field(False, description="Megatron sequence parallelism in the TP group")
-    recompute: Recompute = Field(Recompute.NONE, description="activation recomputation")
-    micro_batch: int = Field(1, gt=0, description="sequences per micro-batch (b)")
-    global_batch: int | None = Field(None, gt=0, description="sequences per optimizer step",
-                                      json_schema_extra={"derived_default": "micro-batch·dp·2pp"})
-    seq_len: int = Field(4096, gt=0, description="tokens per sequence (s)")
-    schedule: Schedule | None = Field(None, description="pipeline schedule", json_schema_extra={
-        "derived_default": "interleaved when vpp > 1, else 1f1b"})
-    dtype: Precision = Field(Precision.BF16, description="compute precision")
-    flash_attention: bool = Field(True, description="fused attention that never stores the s×s scores")
-    account_for_embedding_and_loss: bool = Field(
-        False, description="the embedding and the output layer + loss each take one layer's slot in the pipeline "
-                           "split: the first and the last stage hold one transformer layer fewer (Megatron-Core "
-                           "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split; "
-                           "Llama 3 405B: 126 layers on pp 16)")
-    first_stage_layers: int | None = Field(
-        None, gt=0, description="transformer layers on the first pipeline stage (vpp 1; Megatron-Core "
-                                "--decoder-first-pipeline-num-layers); the other stages share the rest evenly")
-    last_stage_layers: int | None = Field(
-        None, gt=0, description="transformer layers on the last pipeline stage (Megatron-Core "
-                                "--decoder-last-pipeline-num-layers; DeepSeek-V3: 61 layers on pp 16 as "
-                                "4 + 14×4 + 1)")
+    model_config = ConfigDict(defer_build=False)  # validator built with the class, as for every other model
 
     def __init__(self, **data: object) -> None:
         # Cross-field checks run outside pydantic validators so that they raise ConfigError itself (pydantic

@@ -20,7 +20,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import ParallelConfig, require_positive
+from distcalc.parallel_schema import ParallelFields, require_positive
 from distcalc.inputs import MAX_MODEL_FILE_BYTES, excerpt, read_data_file
 from distcalc.suggest import did_you_mean
 
@@ -32,8 +32,8 @@ class RunDefaults:
     model: str = "llama3-8b"
     cluster: str = "dgx-h100"
     gpus: int = 8
-    seq_len: int = ParallelConfig.model_fields["seq_len"].default  # one default: the configuration's
-    micro_batch: int = ParallelConfig.model_fields["micro_batch"].default
+    seq_len: int = ParallelFields.model_fields["seq_len"].default  # one default: the configuration's
+    micro_batch: int = ParallelFields.model_fields["micro_batch"].default
 
 
 DEFAULTS = RunDefaults()

@@ -16,17 +16,17 @@ _SI = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E
 _IEC = {"Ki": 2.0**10, "Mi": 2.0**20, "Gi": 2.0**30, "Ti": 2.0**40, "Pi": 2.0**50, "Ei": 2.0**60}
 
 _NUMBER = r"(?P<num>[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)"
-_SIZE_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<prefix>(?:[KMGTPE]i)|[kKMGTPE])?(?P<unit>B|b|bytes?|)\s*$")
-_RATE_RE = re.compile(
-    rf"^\s*{_NUMBER}\s*(?P<prefix>(?:[KMGTPE]i)|[kKMGTPE])?"
-    r"(?P<unit>B/s|Bps|bytes?/s|b/s|bps|bit/s|bits/s)?\s*$"
-)
+# Patterns, compiled by the re module's cache on first use rather than at import (the command line's start-up
+# imports this module; most runs parse no unit).
+_SIZE_RE = rf"^\s*{_NUMBER}\s*(?P<prefix>(?:[KMGTPE]i)|[kKMGTPE])?(?P<unit>B|b|bytes?|)\s*$"
+_RATE_RE = (rf"^\s*{_NUMBER}\s*(?P<prefix>(?:[KMGTPE]i)|[kKMGTPE])?"
+            r"(?P<unit>B/s|Bps|bytes?/s|b/s|bps|bit/s|bits/s)?\s*$")
 # (multiplier, divisor): dividing by 1e6 gives exactly 5e-06 for "5us", multiplying by 1e-6 does not.
 _TIME_UNITS = {"s": (1.0, 1.0), "ms": (1.0, 1e3), "us": (1.0, 1e6), "µs": (1.0, 1e6), "μs": (1.0, 1e6),
                "ns": (1.0, 1e9), "min": (60.0, 1.0), "h": (3600.0, 1.0), "d": (86400.0, 1.0),
                "days": (86400.0, 1.0)}
-_TIME_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h|days|d)?\s*$")
-_SPLIT_RE = re.compile(rf"^\s*{_NUMBER}\s*(?P<rest>.*?)\s*$")
+_TIME_RE = rf"^\s*{_NUMBER}\s*(?P<unit>s|ms|us|µs|μs|ns|min|h|days|d)?\s*$"
+_SPLIT_RE = rf"^\s*{_NUMBER}\s*(?P<rest>.*?)\s*$"
 _PREFIXES = ("", "k", "K", "M", "G", "T", "P", "Ki", "Mi", "Gi", "Ti", "Pi")
 SIZE_UNITS = tuple(f"{p}B" for p in _PREFIXES)
 RATE_UNITS = tuple(f"{p}B/s" for p in _PREFIXES) + tuple(f"{p}bps" for p in _PREFIXES if "i" not in p)
@@ -47,7 +47,7 @@ TIME_HELP = "a time such as 5us, 1.5ms, 20s, 10min, 2h or 2e-6 (seconds)"
 def unit_hint(text: str, units: tuple[str, ...]) -> str:
     """`` (did you mean '1GiB'?)`` when ``text``'s unit is a unit of ``units`` typed in the wrong case or
     misspelt (difflib), else ``""``."""
-    match = _SPLIT_RE.match(str(text))
+    match = re.match(_SPLIT_RE, str(text))
     if not match or not match.group("rest"):
         return ""
     number, unit = match.group("num"), match.group("rest").replace(" ", "")
@@ -64,7 +64,7 @@ def require_unit(text: str, what: str) -> None:
     :data:`BARE_SIZE_MIN_BYTES`, 0 allowed) or ``"rate"`` (below :data:`BARE_RATE_MIN_BYTES_PER_S`).
     Command-line options call this before :func:`parse_size` / :func:`parse_rate`; files do not."""
     for part in str(text).split(".."):
-        match = _SPLIT_RE.match(part)
+        match = re.match(_SPLIT_RE, part)
         if not match or match.group("rest"):
             continue
         value = float(match.group("num"))
@@ -90,7 +90,7 @@ def parse_size(text: str | int | float, *, allow_zero: bool = False) -> int:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
-        match = _SIZE_RE.match(str(text))
+        match = re.match(_SIZE_RE, str(text))
         if not match or (match.group("unit") == "b"):
             raise UnitParseError(f"invalid size {text!r}{unit_hint(text, SIZE_UNITS)}: expected {SIZE_HELP}")
         value = float(match.group("num")) * _multiplier(match.group("prefix"))
@@ -126,7 +126,7 @@ def parse_rate(text: str | int | float) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
-        match = _RATE_RE.match(str(text))
+        match = re.match(_RATE_RE, str(text))
         if not match:
             raise UnitParseError(f"invalid rate {text!r}{unit_hint(text, RATE_UNITS)}: expected {RATE_HELP}")
         unit = match.group("unit") or "B/s"
@@ -142,7 +142,7 @@ def parse_time(text: str | int | float, *, allow_zero: bool = True) -> float:
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         value = float(text)
     else:
-        match = _TIME_RE.match(str(text))
+        match = re.match(_TIME_RE, str(text))
         if not match:
             raise UnitParseError(f"invalid time {text!r}{unit_hint(text, TIME_UNITS)}: expected {TIME_HELP}")
         multiplier, divisor = _TIME_UNITS[match.group("unit") or "s"]

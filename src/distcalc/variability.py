@@ -19,7 +19,8 @@ n = 10, ≈ 2.51 for n = 100, ≈ 3.24 for n = 1000.
 
 Default σ: Sinha et al.'s "variation" is the spread between the slowest and fastest non-outlier GPU
 (box-plot whiskers, 1.5 × IQR) relative to the median. For a normal distribution sampled by hundreds of
-GPUs the whiskers sit at ±2.70σ, so 8 % ⇒ σ = 0.08 / 5.40 ≈ 1.48 % (:data:`DEFAULT_GPU_SPEED_CV`).
+GPUs the whiskers sit at ±2.70σ, so 8 % ⇒ σ = 0.08 / 5.40 ≈ 1.48 % (:data:`DEFAULT_GPU_SPEED_CV`, defined in
+:mod:`distcalc.gpu_speed_cv`).
 Assumptions, stated: speed is normal and independent across GPUs; the single-GPU efficiency the compute
 model starts from (MAMF of one GPU) is that of a median GPU; communication is not slowed.
 """
@@ -32,8 +33,7 @@ from typing import Any
 
 import numpy as np
 
-#: σ of per-GPU compute speed, from Sinha et al. 2022's 8 % whisker-to-whisker spread (see module docstring).
-DEFAULT_GPU_SPEED_CV = 0.08 / (2 * 2.698)
+from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV  # noqa: F401 (re-exported)
 
 
 @lru_cache(maxsize=1)

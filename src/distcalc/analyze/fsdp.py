@@ -67,11 +67,9 @@ from typing import Any
 
 import numpy as np
 
-ArrayLike = Any
+from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
 
-#: Average compute slowdown while a collective runs beside it (Lee et al. 2025, arXiv:2507.03114, abstract:
-#: "an average computational slowdown of 18.9%, with a maximum of 40.0%", A100/H100/MI250/MI210).
-OVERLAP_COMPUTE_SLOWDOWN = 0.189
+ArrayLike = Any
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import Calibration
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
                                FsdpSharding, MainGradDtype)
-from distcalc.deepspeed_zero3 import DeepSpeedZero3
+from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 

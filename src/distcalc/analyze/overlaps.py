@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
-from distcalc.deepspeed_zero3 import DeepSpeedZero3
+from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.parallel import ParallelConfig
 
 

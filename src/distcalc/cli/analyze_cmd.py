@@ -1,17 +1,15 @@
 """``distcalc analyze``: step time, MFU/HFU and where the time goes, for a model on a cluster preset."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 
-from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsOverlapCommOption,
                                         DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption,
                                         DsReuseDistanceOption, FsdpShardSizeOption, Zero3ImplOption)
-from distcalc.deepspeed_zero3 import Zero3Impl
+from distcalc.zero3_config import Zero3Impl
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
     emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
@@ -23,7 +21,7 @@ from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
                                FsdpSharding, MainGradDtype)
-from distcalc.variability import DEFAULT_GPU_SPEED_CV
+from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
 from distcalc.render.tables.analyze import print_step_report, step_oom_line
 
 

@@ -21,7 +21,7 @@ from distcalc.jobs.messages import parse_option, validation_item_message
 from distcalc.jobs.jsonable import to_jsonable
 from distcalc.render.console import console, error_console, print_line, settings_line  # noqa: F401 (the commands' names)
 from distcalc.run_file import DEFAULTS, load_run_file
-from distcalc.variability import DEFAULT_GPU_SPEED_CV
+from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
 
 F = TypeVar("F", bound=Callable[..., Any])
 

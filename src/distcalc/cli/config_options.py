@@ -1,4 +1,5 @@
-"""The command-line options of the parallel configuration, derived from :class:`~distcalc.parallel.ParallelConfig`.
+"""The command-line options of the parallel configuration, derived from the schema
+:class:`~distcalc.parallel_schema.ParallelFields` (the fields of :class:`~distcalc.parallel.ParallelConfig`).
 
 Each option's help is its field's description (units included) followed by ``[default: …]``: the field's
 default, or for a default that depends on other fields the ``derived_default`` text the field carries; its
@@ -17,7 +18,7 @@ from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from distcalc.parallel import ParallelConfig
+from distcalc.parallel_schema import ParallelFields
 
 M, P, B, S = "model", "parallelism", "batch", "schedule"
 
@@ -25,7 +26,7 @@ M, P, B, S = "model", "parallelism", "batch", "schedule"
 def default_text(name: str) -> str | None:
     """What field ``name`` defaults to, as the help shows it (``1``, ``off``, ``none``, ``gpus/(tp·pp·cp)``;
     None for an optional value with no default)."""
-    field = ParallelConfig.model_fields[name]
+    field = ParallelFields.model_fields[name]
     extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
     if "derived_default" in extra:
         return str(extra["derived_default"])
@@ -42,7 +43,7 @@ def default_text(name: str) -> str | None:
 def field_help(name: str, choices: bool = False, default: str | None = None) -> str:
     """Field ``name``'s description, its spellings when ``choices`` (an enum field), and its default (or the
     command's own ``default``): ``tensor-parallel degree (GPUs) [default: 1]``."""
-    field = ParallelConfig.model_fields[name]
+    field = ParallelFields.model_fields[name]
     text = str(field.description)
     enum = next((t for t in (field.annotation, *getattr(field.annotation, "__args__", ()))
                  if isinstance(t, type) and issubclass(t, Enum)), None)
@@ -55,7 +56,7 @@ def field_help(name: str, choices: bool = False, default: str | None = None) -> 
 def _bounds(name: str) -> dict[str, int]:
     """``min``/``max`` from the field's ``ge``/``le`` constraints (``zero``: 0–3)."""
     out = {}
-    for constraint in ParallelConfig.model_fields[name].metadata:
+    for constraint in ParallelFields.model_fields[name].metadata:
         if hasattr(constraint, "ge"):
             out["min"] = constraint.ge
         if hasattr(constraint, "le"):
@@ -66,7 +67,7 @@ def _bounds(name: str) -> dict[str, int]:
 def config_option(name: str, panel: str, default: str | None = None, **kwargs: Any) -> Any:
     """The ``typer.Option`` of field ``name`` (help from the schema; ``default``: the command's own default
     text where it differs; ``kwargs`` such as ``min``/``max`` or a ``metavar`` pass through)."""
-    field = ParallelConfig.model_fields[name]
+    field = ParallelFields.model_fields[name]
     decls: tuple[str, ...] = ()
     if field.annotation is bool:
         dashed = name.replace("_", "-")
@@ -78,7 +79,7 @@ def config_option(name: str, panel: str, default: str | None = None, **kwargs: A
 
 def _value_type(name: str) -> Any:
     """Field ``name``'s type without ``None`` (``int | None`` -> int)."""
-    annotation = ParallelConfig.model_fields[name].annotation
+    annotation = ParallelFields.model_fields[name].annotation
     args = [t for t in getattr(annotation, "__args__", ()) if t is not type(None)]
     return args[0] if args else annotation
 
@@ -90,7 +91,7 @@ _VALUED = ("dtype", "flash_attention", "account_for_embedding_and_loss")
 #: :func:`config_option`.
 CONFIG_OPTIONS: dict[str, tuple[Any, Any]] = {
     name: ((_value_type(name), field.default) if name in _VALUED else (Optional[_value_type(name)], None))
-    for name, field in ParallelConfig.model_fields.items() if name != "gpus"}
+    for name, field in ParallelFields.model_fields.items() if name != "gpus"}
 _PANELS = {"vpp": S, "recompute": S, "micro_batch": B, "global_batch": B, "seq_len": B, "schedule": S,
            "dtype": M, "flash_attention": M, "account_for_embedding_and_loss": S, "first_stage_layers": S,
            "last_stage_layers": S}

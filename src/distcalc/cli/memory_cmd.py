@@ -17,7 +17,7 @@ from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsPersistenceOption,
                                         DsReduceBucketOption, DsReuseDistanceOption, FsdpShardSizeOption,
                                         Zero3ImplOption)
-from distcalc.deepspeed_zero3 import Zero3Impl
+from distcalc.zero3_config import Zero3Impl
 from distcalc.memory import Recipe
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import check_float, check_ranges, training_rules

@@ -21,7 +21,7 @@ from distcalc.outputs import CSV_SUFFIXES, PLOT_SUFFIXES, check_output_path
 from distcalc.search import SearchResult
 from distcalc.search.counts import GPUS_HELP
 from distcalc.search.space import COLUMNS
-from distcalc.variability import DEFAULT_GPU_SPEED_CV
+from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
 from distcalc.render.tables.search import print_search_result, search_oom_line
 
 CSV_COLUMNS = ("gpus", *COLUMNS, "step_time_s", "mfu", "memory_bytes", "headroom")

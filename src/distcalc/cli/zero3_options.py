@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from distcalc.deepspeed_zero3 import DeepSpeedZero3, Zero3Impl
+from distcalc.zero3_config import DeepSpeedZero3, Zero3Impl
 
 _PANEL = "ZeRO-3 implementation"
 #: DeepSpeed's own defaults, the options' defaults (one definition: :class:`DeepSpeedZero3`)

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel,
                               ElementwiseKernels, FsdpSharding, StepReport, analyze)
-from distcalc.analyze.fsdp import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
 from distcalc.calibration import load_calibration
 from distcalc.software import MainGradDtype
 from distcalc.errors import ConfigError

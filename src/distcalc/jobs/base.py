@@ -13,9 +13,10 @@ from distcalc.run_file import DEFAULTS, dump_run_file
 
 
 class JobRequest(BaseModel):
-    """Base of the request models: the CLI's option names (underscores) and defaults."""
+    """Base of the request models: the CLI's option names (underscores) and defaults. ``defer_build``: a
+    request model builds its validator when first used, so a command builds only its own."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), defer_build=True)
 
 
 class ModelRequest(JobRequest):

@@ -3,14 +3,16 @@ analyze and memory requests."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from distcalc.deepspeed_zero3 import DeepSpeedZero3, Zero3Impl
+from distcalc.zero3_config import DeepSpeedZero3, Zero3Impl
 from distcalc.errors import ConfigError
 
 
 class Zero3Fields(BaseModel):
     """``zero3_impl`` and the ``ds_*`` sizes (elements; DeepSpeed v0.16.5 defaults, :class:`DeepSpeedZero3`)."""
+
+    model_config = ConfigDict(defer_build=True)  # a mixin of the request models, never validated itself
 
     zero3_impl: Zero3Impl = Field(Zero3Impl.FSDP, description="ZeRO-3 as fsdp (per block) or deepspeed runs it")
     ds_prefetch_bucket_size: float = Field(5e7, ge=0, description="DeepSpeed stage3_prefetch_bucket_size (elements)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from distcalc.deepspeed_zero3 import DeepSpeedZero3
+from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.memory.states import Recipe
 from distcalc.units import MIB
 
