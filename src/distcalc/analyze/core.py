@@ -51,6 +51,7 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.terms import DpCollectives, dp_collectives_of
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
@@ -114,8 +115,9 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
-    t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
-    t[2] = t[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather, d.moe_layers > 0)
+    priced = dp_collectives_of(dpb)
+    t = replace(priced, param_all_gather_s=priced.param_all_gather_s * step_param_gather_passes(
+        o.distributed_optimizer, o.overlap_param_gather, d.moe_layers > 0))
     rs3 = dpb["grad_rs3"]  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
     # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
@@ -127,35 +129,40 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         return np.maximum(x - window, tail) + kappa * np.minimum(x - tail, window)
 
     if o.overlap_grad_reduce:
-        e = [hidden(t[0], t_mb_b, dpb["bucket_ar"]), hidden(t[1], t_mb_b, dpb["bucket_rs"]), None,
-             np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
+        grad_ar_e = hidden(t.grad_all_reduce_s, t_mb_b, dpb["bucket_ar"])
+        grad_rs_e = hidden(t.grad_reduce_scatter_s, t_mb_b, dpb["bucket_rs"])
+        z3_forward = np.maximum(t.zero3_forward_gather_s - t_mb_f, 0.0)
+        z3_backward_gather = np.maximum(t.zero3_backward_gather_s - t_mb_b, 0.0)
     else:
-        e = [t[0], t[1], None, t[3], t[4]]
-    e[2] = hidden(t[2], t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather else t[2]
+        grad_ar_e, grad_rs_e = t.grad_all_reduce_s, t.grad_reduce_scatter_s
+        z3_forward, z3_backward_gather = t.zero3_forward_gather_s, t.zero3_backward_gather_s
+    param_ag_e = (hidden(t.param_all_gather_s, t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather
+                  else t.param_all_gather_s)
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
     # beside it (distcalc.analyze.fsdp)
     ds = o.deepspeed_zero3
     if ds is not None:  # DeepSpeed's ZeRO-3: its prefetch, release and bucket policy (analyze.deepspeed_zero3)
-        e[3], z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
-                                                    o.param_gather_bytes, device)
+        z3_forward, z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
+                                                         o.param_gather_bytes, device)
     elif o.overlap_grad_reduce:
         fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
                              dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown,
                              dpb["ar_unit"], dpb["ar_root"])
-        e[3] = np.minimum(fsdp.forward_s, t[3] + o.overlap_compute_slowdown * t_mb_f)
-        z3_backward = np.minimum(fsdp.backward_s, rs3 + t[4] + o.overlap_compute_slowdown * t_mb_b)
+        z3_forward = np.minimum(fsdp.forward_s, t.zero3_forward_gather_s + o.overlap_compute_slowdown * t_mb_f)
+        z3_backward = np.minimum(fsdp.backward_s, rs3 + t.zero3_backward_gather_s + o.overlap_compute_slowdown * t_mb_b)
     else:
-        z3_backward = rs3 + t[4]
+        z3_backward = rs3 + t.zero3_backward_gather_s
     if ds is None and o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
         copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
                                      o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
-        e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
+        z3_forward = z3_forward + mb["slowest_gpu_factor"] * copy_f
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
     elif ds is None and o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * fsdp_flat_grad_copy_s(
             lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
             device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
+    e = DpCollectives(grad_ar_e, grad_rs_e, param_ag_e, z3_forward, z3_backward_gather)
     params_gpu = dpb["params_gpu"]
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
@@ -345,7 +352,9 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                                        o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         counts[2] = counts[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
                                                          d.moe_layers > 0)
-        grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
+        e = u["e"]  # every DP collective but the step's parameter AllGather, exposed
+        grad_exposed = (counts[0] * g(e.grad_all_reduce_s) + counts[1] * g(e.grad_reduce_scatter_s)
+                        + counts[3] * g(e.zero3_forward_gather_s) + counts[4] * g(e.zero3_backward_gather_s))
         expert_counts = [np.asarray(msg.count, dtype=float) for msg in
                          dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,
                                               o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
