@@ -51,7 +51,7 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
-from distcalc.analyze.terms import DpCollectives, dp_collectives_of
+from distcalc.analyze.terms import ByStage, DpCollectives, StagePosition, dp_collectives_of
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
@@ -85,6 +85,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # (stage_layer_split; uneven ends: --first/--last-stage-layers, the rest shared by the other stages)
     lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, u["account_for_embedding_and_loss"],
                                                      u["first_stage_layers"], u["last_stage_layers"])
+    layers = ByStage(lps_first, lps_mid, lps_last)
     lps = d.layers / pp
     layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
     layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
@@ -97,21 +98,21 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
     # a stage holding more MoE layers than the model's average share pays each one's extra compute and its EP
     # AllToAll (DeepSeek's dense layers sit on the first stage; blocks.stage_moe_layers)
-    moe_t, moe_m, moe_f = stage_moe_layers(d, lps_first, lps_mid, lps_last)
+    moe = ByStage(*stage_moe_layers(d, lps_first, lps_mid, lps_last))
     frac = d.moe_layers / d.layers
-    extra_t, extra_m, extra_f = ((n - lps_x * frac) * mb["moe_extra_compute"]
-                                 for n, lps_x in ((moe_t, lps_first), (moe_m, lps_mid), (moe_f, lps_last)))
-    ep_t, ep_m, ep_f = (n * mb["ep_per_moe_layer"] for n in (moe_t, moe_m, moe_f))
+    extra = ByStage(*((n - lps_x * frac) * mb["moe_extra_compute"] for n, lps_x in
+                      ((moe.first, lps_first), (moe.middle, lps_mid), (moe.last, lps_last))))
+    ep = ByStage(*(n * mb["ep_per_moe_layer"] for n in (moe.first, moe.middle, moe.last)))
     per_layer_no_ep = per_layer - mb["ep_all"]
-    first_base = lps_first * per_layer_no_ep + ep_t + extra_t + first + np.where(single, last, 0.0)
-    last_base = lps_last * per_layer_no_ep + ep_f + extra_f + last + np.where(single, first, 0.0)
-    mid_base = np.where(pp >= 3, lps_mid * per_layer_no_ep + ep_m + extra_m, 0.0)
-    # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
-    slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
-    # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
+    base = ByStage(lps_first * per_layer_no_ep + ep.first + extra.first + first + np.where(single, last, 0.0),
+                   np.where(pp >= 3, lps_mid * per_layer_no_ep + ep.middle + extra.middle, 0.0),
+                   lps_last * per_layer_no_ep + ep.last + extra.last + last + np.where(single, first, 0.0))
+    # the slowest stage: the last, the first (ties), a middle one (only when it holds more layers)
+    slowest = np.where(base.middle > np.maximum(base.first, base.last), StagePosition.MIDDLE,
+                       (base.first >= base.last).astype(np.int64))  # 1 = StagePosition.FIRST, 0 = LAST
     tp_layer = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]
-    head_tp_t = mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0)
-    head_tp_f = mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0)
+    head_tp = ByStage(mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0), 0.0,
+                      mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0))
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
@@ -184,8 +185,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
                                              + (20 * device.kernel_overhead_s if acc_bytes else 0.0))
     s = u["seq_len"]
     return {
-        "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
-        "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
+        "mb": mb, "bd": bd, "dpb": dpb, "layers": layers, "stage_base": base.choose(slowest), "slowest": slowest,
         "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
         "p2p_transfer": bd["p2p_transfer"],
         "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward, "rs3": rs3,
@@ -193,13 +193,15 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         "opt_sharded": opt(shard_gpu, shard_gpu), "opt_z3": opt(shard3_gpu, shard3_gpu), "accumulate": accumulate,
         "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
         "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
-        "compute_t": lps_first * layer_compute + extra_t + (emb + np.where(single, out, 0.0)),
-        "compute_f": lps_last * layer_compute + extra_f + (out + np.where(single, emb, 0.0)),
-        "compute_m": lps_mid * layer_compute + extra_m, "ep_t": ep_t, "ep_f": ep_f, "ep_m": ep_m,
-        "tp_exposed_t": lps_first * tp_layer + head_tp_t, "tp_exposed_f": lps_last * tp_layer + head_tp_f,
-        "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
-        "tp_on_link_t": lps_first * mb["tp_on_link"] + head_tp_t, "tp_on_link_f": lps_last * mb["tp_on_link"] + head_tp_f,
-        "tp_on_link_m": lps_mid * mb["tp_on_link"],
+        # compute / TP time of each stage position (the slowest one's is the breakdown's)
+        "compute": ByStage(lps_first * layer_compute + extra.first + (emb + np.where(single, out, 0.0)),
+                           lps_mid * layer_compute + extra.middle,
+                           lps_last * layer_compute + extra.last + (out + np.where(single, emb, 0.0))),
+        "ep": ep,
+        "tp_exposed": ByStage(lps_first * tp_layer + head_tp.first, lps_mid * tp_layer,
+                              lps_last * tp_layer + head_tp.last),
+        "tp_on_link": ByStage(lps_first * mb["tp_on_link"] + head_tp.first, lps_mid * mb["tp_on_link"],
+                              lps_last * mb["tp_on_link"] + head_tp.last),
         "recompute": mb["recompute_s"], "cp_all": mb["cp_all"], "ep_all": mb["ep_all"],
         "layer_forward": layer_forward, "layer_backward": layer_backward,
         "stage_forward": lps_mid * layer_forward, "stage_backward": lps_mid * layer_backward,
@@ -270,10 +272,10 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     executed = executed_mask(sch, uneven)
     if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
         mbu = u["mb"]
-        lps_mid = g(u["lps_m"])
+        lps_mid = g(u["layers"].middle)
         terms = {"lps_mid": lps_mid, "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
-                 "first_extra": np.where(uneven, g(u["lps_t"]) - lps_mid, 0.0),
-                 "last_extra": np.where(uneven, g(u["lps_f"]) - lps_mid, 0.0),
+                 "first_extra": np.where(uneven, g(u["layers"].first) - lps_mid, 0.0),
+                 "last_extra": np.where(uneven, g(u["layers"].last) - lps_mid, 0.0),
                  "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
                  **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
                                            "out_wg", "head_comm")},
@@ -305,9 +307,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     mflops *= g(u["flops_per_token"])
     hflops = tokens * g(u["extra_flops_per_token"])
     np.add(mflops, hflops, out=hflops)
-    by_end = inverse * 3 + g(u["slowest"])
-    pick = lambda key: g(np.stack([u[key + "_f"], u[key + "_t"], u[key + "_m"]], axis=1).ravel(), by_end)  # noqa: E731
-    lps_slowest = pick("lps")
+    pick = lambda key: g(u[key].choose(u["slowest"]))  # noqa: E731  (the slowest stage's term)
+    lps_slowest = pick("layers")
     m_lps = mf * lps_slowest
     step_gpus_peak = step * gpus
     step_gpus_peak *= device.peak_flops_per_s

@@ -7,7 +7,12 @@ configuration once gathered); they name what the formulas of :mod:`distcalc.anal
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from enum import IntEnum
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -33,3 +38,27 @@ def dp_collectives_of(block: dict[str, Any]) -> DpCollectives:
     """The per-call DP collective times that :func:`distcalc.analyze.blocks.dp_block` priced."""
     return DpCollectives(block["grad_ar"], block["grad_rs"], block["ag_step"], block["ag3_f"], block["ag3_b"])
 
+
+
+class StagePosition(IntEnum):
+    """Where a pipeline stage sits, as the codes of :meth:`ByStage.choose` (an array of them picks per row):
+    the step model's slowest stage is the last one unless the first one is as slow (ties), or a middle one
+    holds more layers than either end (uneven splits)."""
+
+    LAST = 0
+    FIRST = 1
+    MIDDLE = 2
+
+
+@dataclass(frozen=True)
+class ByStage(Generic[T]):
+    """One term of the first, a middle and the last pipeline stage (with one stage, first and last are the
+    same stage and hold both ends' terms)."""
+
+    first: T
+    middle: T
+    last: T
+
+    def choose(self, position: Any) -> Any:
+        """The term of the stage at ``position`` (a :class:`StagePosition`, or an array of their codes)."""
+        return np.choose(position, (self.last, self.first, self.middle))
