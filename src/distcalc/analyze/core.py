@@ -70,6 +70,8 @@ from distcalc.traffic import dp_gradient_messages
 
 #: Fields the per-configuration terms of :func:`union_terms` depend on (every block key; the derived
 #: ``gpus`` = tp·pp·dp·cp and ``pp_on`` = pp > 1 follow from them).
+_MIDDLE = int(StagePosition.MIDDLE)  # a plain int: NumPy converts an IntEnum member the slow way
+
 UNION_KEY = tuple(k for k in dict.fromkeys(MICRO_KEY + BOUNDARY_KEY + DP_KEY) if k in BATCH_FIELDS)
 
 
@@ -112,7 +114,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
                    np.where(pp >= 3, lps_mid * per_layer_no_ep + ep.middle + extra.middle, 0.0),
                    lps_last * per_layer_no_ep + ep.last + extra.last + last + np.where(single, first, 0.0))
     # the slowest stage: the last, the first (ties), a middle one (only when it holds more layers)
-    slowest = np.where(base.middle > np.maximum(base.first, base.last), StagePosition.MIDDLE,
+    slowest = np.where(base.middle > np.maximum(base.first, base.last), _MIDDLE,
                        (base.first >= base.last).astype(np.int64))  # 1 = StagePosition.FIRST, 0 = LAST
     tp_layer = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]
     head_tp = ByStage(mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0), 0.0,

@@ -15,7 +15,7 @@ import numpy as np
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DpCollectives:
     """Seconds of one call of each data-parallel collective of :func:`distcalc.traffic.dp_gradient_messages`
     (Rajbhandari et al. 2020 §7.2), in that function's message order: either the time on the link or the part
@@ -53,7 +53,7 @@ class StagePosition(IntEnum):
     MIDDLE = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ByStage(Generic[T]):
     """One term of the first, a middle and the last pipeline stage (with one stage, first and last are the
     same stage and hold both ends' terms)."""
@@ -67,7 +67,7 @@ class ByStage(Generic[T]):
         return np.choose(position, (self.last, self.first, self.middle))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class UnionTerms:
     """Every term of the step time that depends only on the union key of :mod:`distcalc.analyze.core`
     (micro-batch shape, degrees, recompute, SP, flash attention, stage split): arrays over the distinct union
