@@ -39,6 +39,7 @@ with a combined index; what depends on the schedule, vpp or micro-batch count is
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -254,8 +255,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     u = union_terms(d, device, cluster, rows, o)
     r = gather(u, inverse)  # the union terms at every configuration's union row
 
-    def g(x: np.ndarray, index: np.ndarray = inverse) -> np.ndarray:  # union row -> every configuration
-        return take_rows(x, index)
+    g = partial(take_rows, index=inverse)  # union row -> every configuration
 
     b, dp, pp, v, sch = (flat[k] for k in ("micro_batch", "dp", "pp", "vpp", "schedule"))
     m = np.maximum(flat["global_batch"] // (b * dp), 1)
@@ -292,7 +292,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
     by_zero = inverse * 4 + zero
-    gz = lambda x: g(x, by_zero)  # noqa: E731
+    gz = partial(take_rows, index=by_zero)
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u.dp_active
     ar = o.allreduce_sharded_gradients

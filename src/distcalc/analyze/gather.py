@@ -25,22 +25,29 @@ class Gathered(Generic[R]):
     """A record over union rows seen from every configuration: reading a field gives it taken at the
     configurations' rows (:func:`take_rows`); a field that is itself a record gives that record gathered."""
 
-    __slots__ = ("_record", "_index")
+    __slots__ = ("_of",)
 
     def __init__(self, record: R, index: np.ndarray):
-        self._record = record
-        self._index = index
+        object.__setattr__(self, "_of", (record, index))
 
-    def __getattr__(self, name: str) -> Any:
-        value = getattr(self._record, name)
+    def __getattribute__(self, name: str) -> Any:
+        # every read is a field of the record: looked up here directly rather than in __getattr__, which runs
+        # only after the ordinary lookup has failed with an AttributeError (raised and caught on every read)
+        if name[0] == "_":  # Python's own (__class__, __dict__, …): the view's, not the record's
+            return object.__getattribute__(self, name)
+        record, index = _slot(self)
+        value = getattr(record, name)
         if type(value) is np.ndarray:  # the common case first (this runs ~20 times per evaluation)
-            return np.take(value, self._index, mode="clip")
+            return np.take(value, index, mode="clip")
         if is_dataclass(value):
-            return Gathered(value, self._index)
+            return Gathered(value, index)
         if value is None or isinstance(value, (dict, list, tuple, str)):
-            raise TypeError(f"{type(self._record).__name__}.{name} is not a per-row array or record "
+            raise TypeError(f"{type(record).__name__}.{name} is not a per-row array or record "
                             f"({type(value).__name__})")
-        return take_rows(value, self._index)
+        return take_rows(value, index)
+
+
+_slot = Gathered._of.__get__  # the (record, index) pair of a Gathered, past its __getattribute__
 
 
 def gather(record: R, index: np.ndarray) -> Gathered[R]:
