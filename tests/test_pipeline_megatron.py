@@ -136,7 +136,7 @@ def test_closed_form_matches_megatron_2022_program(model, mode):
                    - result["optimizer_s"][()])
     c = normalise_batch(batch)
     terms = union_terms(d, device, cluster, {k: np.atleast_1d(c[k]) for k in UNION_KEY}, KORTHIKANTI_OPTIONS)
-    mb = {k: float(np.ravel(x)[0]) for k, x in terms["mb"].items() if not k.startswith("_")}
+    mb = {k: float(np.ravel(x)[0]) for k, x in terms.micro_batch.items() if not k.startswith("_")}
     p, v, m = config.pp, config.vpp, int(result["micro_batches"][()])
     per_chunk = d.layers / (p * v)
     fwd, bwd = float(result["layer_forward_s"][()]), float(result["layer_backward_s"][()])
@@ -151,7 +151,7 @@ def test_closed_form_matches_megatron_2022_program(model, mode):
         return t
 
     programs = [_interleaved_program(p, s, m, v) if v > 1 else _one_f_one_b_program(p, s, m) for s in range(p)]
-    message_s = float(np.ravel(terms["p2p_transfer"])[0]) / 2  # one direction of one chunk boundary
+    message_s = float(np.ravel(terms.p2p_transfer_s)[0]) / 2  # one direction of one chunk boundary
     simulated = simulate_rendezvous(programs, cost, message_s)
     assert closed == pytest.approx(simulated, rel=0.01)
 

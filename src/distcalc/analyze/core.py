@@ -29,7 +29,9 @@ normals]`` times a median GPU's (:mod:`distcalc.variability`, ``options.gpu_spee
 
 Evaluation order (speed only; the results are the same float64 operations in the same order): every
 term that depends only on :data:`UNION_KEY` (micro-batch shape, degrees, recompute, SP, flash) is computed
-once per distinct value of that key (:func:`union_terms`) and gathered with ``np.take``; terms that also
+once per distinct value of that key (:func:`union_terms`: a :class:`~distcalc.analyze.terms.UnionTerms` record,
+per stage position :class:`~distcalc.analyze.terms.ByStage`, per DP collective
+:class:`~distcalc.analyze.terms.DpCollectives`) and gathered with :func:`distcalc.analyze.gather.gather`; terms that also
 depend on the ZeRO stage or on which end stage is slowest are tabulated per (key, stage) and gathered
 with a combined index; what depends on the schedule, vpp or micro-batch count is elementwise.
 """
@@ -37,6 +39,7 @@ with a combined index; what depends on the schedule, vpp or micro-batch count is
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,6 +54,9 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
+from distcalc.analyze.gather import gather, take_rows
+from distcalc.analyze.message_rows import message_rows
+from distcalc.analyze.terms import ByStage, DpCollectives, StagePosition, UnionTerms, dp_collectives_of
 from distcalc.calibration import calibrated_device
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims
@@ -61,15 +67,17 @@ from distcalc.errors import ConfigError
 from distcalc.parallel import Schedule, pipeline_slots_offset, stage_layer_split
 from distcalc.parallel_batch import BATCH_FIELDS, normalise_batch
 from distcalc.pipeline import p2p_transfers_per_micro_batch, pipeline_time_s
-from distcalc.traffic import Dim, Phase, dp_gradient_messages
+from distcalc.traffic import dp_gradient_messages
 
 #: Fields the per-configuration terms of :func:`union_terms` depend on (every block key; the derived
 #: ``gpus`` = tp·pp·dp·cp and ``pp_on`` = pp > 1 follow from them).
+_MIDDLE = int(StagePosition.MIDDLE)  # a plain int: NumPy converts an IntEnum member the slow way
+
 UNION_KEY = tuple(k for k in dict.fromkeys(MICRO_KEY + BOUNDARY_KEY + DP_KEY) if k in BATCH_FIELDS)
 
 
 def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: dict[str, np.ndarray],
-                o: AnalyzeOptions) -> dict[str, Any]:
+                o: AnalyzeOptions) -> UnionTerms:
     """Every term of the step time that depends only on :data:`UNION_KEY` (not on the schedule, vpp,
     ZeRO stage or number of micro-batches), for the distinct rows ``u`` of that key (1-d arrays)."""
     shape = u["tp"].shape
@@ -84,6 +92,7 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     # (stage_layer_split; uneven ends: --first/--last-stage-layers, the rest shared by the other stages)
     lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, u["account_for_embedding_and_loss"],
                                                      u["first_stage_layers"], u["last_stage_layers"])
+    layers = ByStage(lps_first, lps_mid, lps_last)
     lps = d.layers / pp
     layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
     layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
@@ -96,26 +105,27 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
     # a stage holding more MoE layers than the model's average share pays each one's extra compute and its EP
     # AllToAll (DeepSeek's dense layers sit on the first stage; blocks.stage_moe_layers)
-    moe_t, moe_m, moe_f = stage_moe_layers(d, lps_first, lps_mid, lps_last)
+    moe = ByStage(*stage_moe_layers(d, lps_first, lps_mid, lps_last))
     frac = d.moe_layers / d.layers
-    extra_t, extra_m, extra_f = ((n - lps_x * frac) * mb["moe_extra_compute"]
-                                 for n, lps_x in ((moe_t, lps_first), (moe_m, lps_mid), (moe_f, lps_last)))
-    ep_t, ep_m, ep_f = (n * mb["ep_per_moe_layer"] for n in (moe_t, moe_m, moe_f))
+    extra = ByStage(*((n - lps_x * frac) * mb["moe_extra_compute"] for n, lps_x in
+                      ((moe.first, lps_first), (moe.middle, lps_mid), (moe.last, lps_last))))
+    ep = ByStage(*(n * mb["ep_per_moe_layer"] for n in (moe.first, moe.middle, moe.last)))
     per_layer_no_ep = per_layer - mb["ep_all"]
-    first_base = lps_first * per_layer_no_ep + ep_t + extra_t + first + np.where(single, last, 0.0)
-    last_base = lps_last * per_layer_no_ep + ep_f + extra_f + last + np.where(single, first, 0.0)
-    mid_base = np.where(pp >= 3, lps_mid * per_layer_no_ep + ep_m + extra_m, 0.0)
-    # the slowest stage: 0 the last, 1 the first (ties), 2 a middle one (only when it holds more layers)
-    slowest = np.where(mid_base > np.maximum(first_base, last_base), 2, (first_base >= last_base).astype(np.int64))
-    # compute / TP time of the slowest stage ("_f" last, "_t" first, "_m" middle)
+    base = ByStage(lps_first * per_layer_no_ep + ep.first + extra.first + first + np.where(single, last, 0.0),
+                   np.where(pp >= 3, lps_mid * per_layer_no_ep + ep.middle + extra.middle, 0.0),
+                   lps_last * per_layer_no_ep + ep.last + extra.last + last + np.where(single, first, 0.0))
+    # the slowest stage: the last, the first (ties), a middle one (only when it holds more layers)
+    slowest = np.where(base.middle > np.maximum(base.first, base.last), _MIDDLE,
+                       (base.first >= base.last).astype(np.int64))  # 1 = StagePosition.FIRST, 0 = LAST
     tp_layer = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]
-    head_tp_t = mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0)
-    head_tp_f = mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0)
+    head_tp = ByStage(mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0), 0.0,
+                      mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0))
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
     t_mb_f = lps_mid * mb["forward_s"]
     t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
-    t = [dpb[k] for k in ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")]
-    t[2] = t[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather, d.moe_layers > 0)
+    # the step's parameter AllGather, repeated per pass of Megatron's chained optimizer
+    t = dp_collectives_of(dpb, step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
+                                                        d.moe_layers > 0))
     rs3 = dpb["grad_rs3"]  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
     # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
@@ -127,35 +137,40 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         return np.maximum(x - window, tail) + kappa * np.minimum(x - tail, window)
 
     if o.overlap_grad_reduce:
-        e = [hidden(t[0], t_mb_b, dpb["bucket_ar"]), hidden(t[1], t_mb_b, dpb["bucket_rs"]), None,
-             np.maximum(t[3] - t_mb_f, 0.0), np.maximum(t[4] - t_mb_b, 0.0)]
+        grad_ar_e = hidden(t.grad_all_reduce_s, t_mb_b, dpb["bucket_ar"])
+        grad_rs_e = hidden(t.grad_reduce_scatter_s, t_mb_b, dpb["bucket_rs"])
+        z3_forward = np.maximum(t.zero3_forward_gather_s - t_mb_f, 0.0)
+        z3_backward_gather = np.maximum(t.zero3_backward_gather_s - t_mb_b, 0.0)
     else:
-        e = [t[0], t[1], None, t[3], t[4]]
-    e[2] = hidden(t[2], t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather else t[2]
+        grad_ar_e, grad_rs_e = t.grad_all_reduce_s, t.grad_reduce_scatter_s
+        z3_forward, z3_backward_gather = t.zero3_forward_gather_s, t.zero3_backward_gather_s
+    param_ag_e = (hidden(t.param_all_gather_s, t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather
+                  else t.param_all_gather_s)
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
     # beside it (distcalc.analyze.fsdp)
     ds = o.deepspeed_zero3
     if ds is not None:  # DeepSpeed's ZeRO-3: its prefetch, release and bucket policy (analyze.deepspeed_zero3)
-        e[3], z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
-                                                    o.param_gather_bytes, device)
+        z3_forward, z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
+                                                         o.param_gather_bytes, device)
     elif o.overlap_grad_reduce:
         fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
                              dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown,
                              dpb["ar_unit"], dpb["ar_root"])
-        e[3] = np.minimum(fsdp.forward_s, t[3] + o.overlap_compute_slowdown * t_mb_f)
-        z3_backward = np.minimum(fsdp.backward_s, rs3 + t[4] + o.overlap_compute_slowdown * t_mb_b)
+        z3_forward = np.minimum(fsdp.forward_s, t.zero3_forward_gather_s + o.overlap_compute_slowdown * t_mb_f)
+        z3_backward = np.minimum(fsdp.backward_s, rs3 + t.zero3_backward_gather_s + o.overlap_compute_slowdown * t_mb_b)
     else:
-        z3_backward = rs3 + t[4]
+        z3_backward = rs3 + t.zero3_backward_gather_s
     if ds is None and o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
         copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
                                      o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
-        e[3] = e[3] + mb["slowest_gpu_factor"] * copy_f
+        z3_forward = z3_forward + mb["slowest_gpu_factor"] * copy_f
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
     elif ds is None and o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
         z3_backward = z3_backward + mb["slowest_gpu_factor"] * fsdp_flat_grad_copy_s(
             lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
             device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
+    e = DpCollectives(grad_ar_e, grad_rs_e, param_ag_e, z3_forward, z3_backward_gather)
     params_gpu = dpb["params_gpu"]
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
@@ -176,30 +191,29 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     accumulate = mb["slowest_gpu_factor"] * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
                                              + (20 * device.kernel_overhead_s if acc_bytes else 0.0))
     s = u["seq_len"]
-    return {
-        "mb": mb, "bd": bd, "dpb": dpb, "lps_f": lps_last, "lps_t": lps_first, "lps_m": lps_mid,
-        "stage_base": np.choose(slowest, [last_base, first_base, mid_base]), "slowest": slowest,
-        "mean_base": lps * per_layer + (first + last) / pp, "weight": lps_mid * mb["backward_wgrad_s"],
-        "p2p_transfer": bd["p2p_transfer"],
-        "dp_on": np.where(dpb["dp_group"] > 1, 1.0, 0.0), "t": t, "e": e, "z3_backward": z3_backward, "rs3": rs3,
-        "opt_replicated": opt(params_gpu, params_gpu), "opt_zero1": opt(shard_gpu, params_gpu),
-        "opt_sharded": opt(shard_gpu, shard_gpu), "opt_z3": opt(shard3_gpu, shard3_gpu), "accumulate": accumulate,
-        "embedding_sync": dpb["embedding_sync"], "params_gpu": params_gpu,
-        "gpus": u["gpus"], "slowest_gpu_factor": mb["slowest_gpu_factor"],
-        "compute_t": lps_first * layer_compute + extra_t + (emb + np.where(single, out, 0.0)),
-        "compute_f": lps_last * layer_compute + extra_f + (out + np.where(single, emb, 0.0)),
-        "compute_m": lps_mid * layer_compute + extra_m, "ep_t": ep_t, "ep_f": ep_f, "ep_m": ep_m,
-        "tp_exposed_t": lps_first * tp_layer + head_tp_t, "tp_exposed_f": lps_last * tp_layer + head_tp_f,
-        "tp_exposed_m": lps_mid * (mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]),
-        "tp_on_link_t": lps_first * mb["tp_on_link"] + head_tp_t, "tp_on_link_f": lps_last * mb["tp_on_link"] + head_tp_f,
-        "tp_on_link_m": lps_mid * mb["tp_on_link"],
-        "recompute": mb["recompute_s"], "cp_all": mb["cp_all"], "ep_all": mb["ep_all"],
-        "layer_forward": layer_forward, "layer_backward": layer_backward,
-        "stage_forward": lps_mid * layer_forward, "stage_backward": lps_mid * layer_backward,
-        "flops_per_token": forward_flops_per_token(d, s) + 0.0 * s,
-        "extra_flops_per_token": recompute_flops_per_token(d, s, u["recompute"], u["flash_attention"]),
-    }
-
+    return UnionTerms(
+        micro_batch=mb, boundary=bd, dp=dpb, layers=layers, slowest=slowest, slowest_stage_s=base.choose(slowest),
+        mean_stage_s=lps * per_layer + (first + last) / pp, stage_weight_grad_s=lps_mid * mb["backward_wgrad_s"],
+        p2p_transfer_s=bd["p2p_transfer"], dp_active=np.where(dpb["dp_group"] > 1, 1.0, 0.0),
+        dp_on_link=t, dp_exposed=e, zero3_backward_exposed_s=z3_backward, zero3_grad_reduce_s=rs3,
+        optimizer_replicated_s=opt(params_gpu, params_gpu), optimizer_zero1_s=opt(shard_gpu, params_gpu),
+        optimizer_sharded_s=opt(shard_gpu, shard_gpu), optimizer_zero3_s=opt(shard3_gpu, shard3_gpu),
+        grad_accumulate_s=accumulate, embedding_sync_s=dpb["embedding_sync"], parameters_per_gpu=params_gpu,
+        gpus=u["gpus"], slowest_gpu_factor=mb["slowest_gpu_factor"],
+        # compute / TP time of each stage position (the slowest one's is the breakdown's)
+        compute_s=ByStage(lps_first * layer_compute + extra.first + (emb + np.where(single, out, 0.0)),
+                          lps_mid * layer_compute + extra.middle,
+                          lps_last * layer_compute + extra.last + (out + np.where(single, emb, 0.0))),
+        ep_exposed_s=ep,
+        tp_exposed_s=ByStage(lps_first * tp_layer + head_tp.first, lps_mid * tp_layer,
+                             lps_last * tp_layer + head_tp.last),
+        tp_on_link_s=ByStage(lps_first * mb["tp_on_link"] + head_tp.first, lps_mid * mb["tp_on_link"],
+                             lps_last * mb["tp_on_link"] + head_tp.last),
+        recompute_s=mb["recompute_s"], cp_exposed_s=mb["cp_all"], ep_all_s=mb["ep_all"],
+        layer_forward_s=layer_forward, layer_backward_s=layer_backward,
+        stage_forward_s=lps_mid * layer_forward, stage_backward_s=lps_mid * layer_backward,
+        flops_per_token=forward_flops_per_token(d, s) + 0.0 * s,
+        extra_flops_per_token=recompute_flops_per_token(d, s, u["recompute"], u["flash_attention"]))
 
 def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
     """Whether the calibration's GEMM fit was made on ``device`` (same preset name): the fitted η_core,
@@ -239,9 +253,9 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     flat = {k: v.reshape(-1) for k, v in c.items()}
     rows, inverse = key_table({k: flat[k] for k in UNION_KEY})
     u = union_terms(d, device, cluster, rows, o)
+    r = gather(u, inverse)  # the union terms at every configuration's union row
 
-    def g(x: np.ndarray, index: np.ndarray = inverse) -> np.ndarray:  # union row -> every configuration
-        return np.take(x, index, mode="clip")
+    g = partial(take_rows, index=inverse)  # union row -> every configuration
 
     b, dp, pp, v, sch = (flat[k] for k in ("micro_batch", "dp", "pp", "vpp", "schedule"))
     m = np.maximum(flat["global_batch"] // (b * dp), 1)
@@ -250,57 +264,58 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
 
     # --- pipeline: stage times per micro-batch (+ P2P on the critical path), schedule -------------------
     transfers = p2p_transfers_per_micro_batch(sch, pp, v)
-    p2p = transfers * g(u["p2p_transfer"])
+    p2p = transfers * r.p2p_transfer_s
     p2p_exposed = 0.0 * p2p if o.pipeline_p2p_overlap else p2p
-    stage_max = g(u["stage_base"])
+    stage_max = r.slowest_stage_s
     stage_max += p2p_exposed
-    stage_mean = g(u["mean_base"])
+    stage_mean = r.mean_stage_s
     stage_mean += p2p_exposed
-    weight = g(u["weight"]) if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
+    weight = r.stage_weight_grad_s if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
     pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
     uneven = (flat["first_stage_layers"] > 0) | (flat["last_stage_layers"] > 0)
     executed = executed_mask(sch, uneven)
     if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
-        mbu = u["mb"]
-        lps_mid = g(u["lps_m"])
+        mbu = u.micro_batch
+        lps_mid = r.layers.middle
         terms = {"lps_mid": lps_mid, "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
-                 "first_extra": np.where(uneven, g(u["lps_t"]) - lps_mid, 0.0),
-                 "last_extra": np.where(uneven, g(u["lps_f"]) - lps_mid, 0.0),
-                 "layer_forward": g(u["layer_forward"]), "layer_backward": g(u["layer_backward"]),
+                 "first_extra": np.where(uneven, r.layers.first - lps_mid, 0.0),
+                 "last_extra": np.where(uneven, r.layers.last - lps_mid, 0.0),
+                 "layer_forward": r.layer_forward_s, "layer_backward": r.layer_backward_s,
                  **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
                                            "out_wg", "head_comm")},
                  "wgrad": g(mbu["backward_wgrad_s"]),  # a chunk sends one of its boundary's messages:
                  "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
-                 "p2p_latency": g(u["p2p_transfer"]) * (1.0 if o.pipeline_p2p_overlap else 0.0)}
+                 "p2p_latency": r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0)}
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
         pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
     by_zero = inverse * 4 + zero
-    gz = lambda x: g(x, by_zero)  # noqa: E731
+    gz = partial(take_rows, index=by_zero)
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
-    on = u["dp_on"]
+    on = u.dp_active
     ar = o.allreduce_sharded_gradients
-    dp_on_link = dp_sum(dp_tables(u["t"], on, allreduce_sharded=ar, rs3=u["rs3"]), gz, mf, any_ge2, any_z3)
-    dp_exposed = dp_sum(dp_tables(u["e"], on, u["z3_backward"], ar), gz, mf, any_ge2, any_z3)
-    optimizer = gz(np.stack([u["opt_replicated"], u["opt_zero1"], u["opt_sharded"], u["opt_z3"]], axis=1).ravel())
+    dp_on_link = dp_sum(dp_tables(u.dp_on_link, on, allreduce_sharded=ar, rs3=u.zero3_grad_reduce_s), gz, mf,
+                        any_ge2, any_z3)
+    dp_exposed = dp_sum(dp_tables(u.dp_exposed, on, u.zero3_backward_exposed_s, ar), gz, mf, any_ge2, any_z3)
+    optimizer = gz(np.stack([u.optimizer_replicated_s, u.optimizer_zero1_s, u.optimizer_sharded_s,
+                             u.optimizer_zero3_s], axis=1).ravel())
     if o.grad_accumulation_bytes_per_parameter:
-        optimizer = optimizer + mf * g(u["accumulate"])
-    embedding_sync = g(u["embedding_sync"])
+        optimizer = optimizer + mf * r.grad_accumulate_s
+    embedding_sync = r.embedding_sync_s
     step = pipeline + dp_exposed
     step += embedding_sync
     step += optimizer
 
-    gpus = g(u["gpus"])
+    gpus = r.gpus
     tokens = flat["global_batch"] * flat["seq_len"]
     mflops = 3.0 * tokens
-    mflops *= g(u["flops_per_token"])
-    hflops = tokens * g(u["extra_flops_per_token"])
+    mflops *= r.flops_per_token
+    hflops = tokens * r.extra_flops_per_token
     np.add(mflops, hflops, out=hflops)
-    by_end = inverse * 3 + g(u["slowest"])
-    pick = lambda key: g(np.stack([u[key + "_f"], u[key + "_t"], u[key + "_m"]], axis=1).ravel(), by_end)  # noqa: E731
-    lps_slowest = pick("lps")
+    pick = lambda terms: g(terms.choose(u.slowest))  # noqa: E731  (the slowest stage's term)
+    lps_slowest = pick(u.layers)
     m_lps = mf * lps_slowest
     step_gpus_peak = step * gpus
     step_gpus_peak *= device.peak_flops_per_s
@@ -310,24 +325,25 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "hfu": np.divide(hflops, step_gpus_peak, out=step_gpus_peak),
         "tokens_per_s": tokens / step,
         "model_flops": mflops, "hardware_flops": hflops,
-        "compute_s": mf * pick("compute"),
-        "recompute_s": m_lps * g(u["recompute"]),
-        "tp_exposed_s": mf * pick("tp_exposed"),
-        "cp_exposed_s": m_lps * g(u["cp_all"]) if u["cp_all"].any() else np.zeros(m.shape),
-        "ep_exposed_s": mf * pick("ep") if u["ep_all"].any() else np.zeros(m.shape),
+        "compute_s": mf * pick(u.compute_s),
+        "recompute_s": m_lps * r.recompute_s,
+        "tp_exposed_s": mf * pick(u.tp_exposed_s),
+        "cp_exposed_s": m_lps * r.cp_exposed_s if u.cp_exposed_s.any() else np.zeros(m.shape),
+        "ep_exposed_s": mf * pick(u.ep_exposed_s) if u.ep_all_s.any() else np.zeros(m.shape),
         "pp_p2p_s": mf * p2p_exposed,
         "bubble_s": pipeline - m_stage_max,
         "dp_exposed_s": dp_exposed, "dp_on_link_s": dp_on_link,
         "embedding_sync_s": embedding_sync, "optimizer_s": optimizer,
-        "tp_on_link_s": mf * pick("tp_on_link"),
-        "micro_batches": m, "gpus": gpus, "parameters_per_gpu": g(u["params_gpu"]),
-        "slowest_gpu_factor": g(u["slowest_gpu_factor"]),
-        "layer_forward_s": g(u["layer_forward"]), "layer_backward_s": g(u["layer_backward"]),
-        "stage_forward_s": g(u["stage_forward"]), "stage_backward_s": g(u["stage_backward"]),
-        "stage_weight_s": g(u["weight"]), "p2p_transfer_s": g(u["p2p_transfer"]),
-        **{f"fsdp_{k}_s": g(u["dpb"][k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
-        "ds_kept_blocks": g(u["dpb"].get("ds_kept_units", np.zeros(m.shape))),  # DeepSpeed ZeRO-3 (overlaps)
-        "block_forward_s": g(u["mb"]["forward_s"]), "block_backward_s": g(u["mb"]["backward_s"] + u["mb"]["recompute_s"]),
+        "tp_on_link_s": mf * pick(u.tp_on_link_s),
+        "micro_batches": m, "gpus": gpus, "parameters_per_gpu": r.parameters_per_gpu,
+        "slowest_gpu_factor": r.slowest_gpu_factor,
+        "layer_forward_s": r.layer_forward_s, "layer_backward_s": r.layer_backward_s,
+        "stage_forward_s": r.stage_forward_s, "stage_backward_s": r.stage_backward_s,
+        "stage_weight_s": r.stage_weight_grad_s, "p2p_transfer_s": r.p2p_transfer_s,
+        **{f"fsdp_{k}_s": g(u.dp[k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
+        "ds_kept_blocks": g(u.dp.get("ds_kept_units", np.zeros(m.shape))),  # DeepSpeed ZeRO-3 (overlaps)
+        "block_forward_s": g(u.micro_batch["forward_s"]),
+        "block_backward_s": g(u.micro_batch["backward_s"] + u.micro_batch["recompute_s"]),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding
@@ -341,66 +357,17 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     result = {k: x.reshape(shape) for k, x in result.items()}
     if details:
         counts = [np.asarray(msg.count, dtype=float) for msg in
-                  dp_gradient_messages(1.0, g(u["dpb"]["dp_group"]), zero, m, o.grad_reduce_bytes,
+                  dp_gradient_messages(1.0, g(u.dp["dp_group"]), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         counts[2] = counts[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
                                                          d.moe_layers > 0)
-        grad_exposed = sum(cnt * g(e) for i, (cnt, e) in enumerate(zip(counts, u["e"])) if i != 2)
+        e = r.dp_exposed  # every DP collective but the step's parameter AllGather, exposed
+        grad_exposed = (counts[0] * e.grad_all_reduce_s + counts[1] * e.grad_reduce_scatter_s
+                        + counts[3] * e.zero3_forward_gather_s + counts[4] * e.zero3_backward_gather_s)
         expert_counts = [np.asarray(msg.count, dtype=float) for msg in
-                         dp_gradient_messages(1.0, g(u["dpb"]["edp_group"]), zero, m, o.grad_reduce_bytes,
+                         dp_gradient_messages(1.0, g(u.dp["edp_group"]), zero, m, o.grad_reduce_bytes,
                                               o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
-        result["messages"] = _details(u["mb"], u["bd"], u["dpb"], counts, m, lps_slowest, transfers, grad_exposed,
+        result["messages"] = message_rows(u.micro_batch, u.boundary, u.dp, counts, m, lps_slowest, transfers, grad_exposed,
                                       dp_exposed - grad_exposed, o, expert_counts)
     return result
 
-
-def _details(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o,
-             expert_counts=()) -> list[dict[str, Any]]:
-    """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
-    experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
-    f = lambda x: float(np.asarray(x).flat[0])  # noqa: E731
-    rows = []
-    ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
-    # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_all / (CP time on link),
-    # spread evenly over the CP messages so that the rows add up to the breakdown's cp_exposed_s.
-    cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.CP)
-    cp_ratio = f(mb["cp_all"]) / cp_on_link if cp_on_link > 0 else 0.0
-    # userbuffers (tp_comm_overlap) hide part of the forward and backward-critical TP messages too: their rows
-    # carry the exposed share of their class (forward / backward-critical) so that they add up to tp_fwd/tp_bwd
-    crit_ratio = {Phase.FORWARD: 1.0, Phase.BACKWARD: 1.0, Phase.RECOMPUTE: 1.0}
-    if o.tp_comm_overlap:
-        for phases, key in (((Phase.FORWARD,), "tp_fwd"), ((Phase.BACKWARD, Phase.RECOMPUTE), "tp_bwd")):
-            on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.TP
-                          and not msg.overlappable and msg.phase in phases)
-            for phase in phases:
-                crit_ratio[phase] = f(mb[key]) / on_link if on_link > 0 else 0.0
-    for msg, times, algos in mb["_entries"]:
-        per_layer = msg.dim in (Dim.TP, Dim.CP, Dim.EP) and "embedding" not in msg.note and "logits" not in msg.note
-        scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb["moe_fraction"]) if msg.dim == Dim.EP else 1.0)
-        exposed_frac = (ov_ratio if (msg.dim == Dim.TP and msg.overlappable)
-                        else crit_ratio.get(msg.phase, 1.0) if msg.dim == Dim.TP and per_layer
-                        else cp_ratio if msg.dim == Dim.CP else 1.0)
-        rows.append((msg, f(times), algos, scope, exposed_frac))
-    for msg, times, algos in bd["_entries"]:
-        rows.append((msg, f(times), algos, f(m) * f(transfers), 0.0 if o.pipeline_p2p_overlap else 1.0))
-    dp_rows = list(zip(counts, dpb["_entries"]))
-    if f(dpb["edp_group"]) > 1:
-        dp_rows += list(zip(expert_counts, dpb["_expert_entries"]))
-    dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in dp_rows)
-    dp_ratio = (f(grad_exposed) + f(ag_exposed)) / dp_total if dp_total > 0 else 0.0
-    for cnt, (msg, times, algos) in dp_rows:
-        rows.append((msg, f(times), algos, f(cnt), dp_ratio))
-    for msg, times, algos in dpb["_sync_entries"]:
-        rows.append((msg, f(times), algos, f(msg.count), 1.0))
-    out = []
-    for msg, time_one, algos, count, exposed_frac in rows:
-        base = 1.0 if msg.dim == Dim.DP or msg.phase == Phase.STEP else f(msg.count)
-        count = base * count
-        if count <= 0 or f(msg.size_bytes) <= 0 or time_one <= 0:
-            continue
-        used = [a for a in algos if a != "none"]
-        out.append({"dim": msg.dim.value, "collective": msg.collective.value, "size_bytes": f(msg.size_bytes),
-                    "count": count, "phase": msg.phase.value, "time_s": time_one * count,
-                    "exposed_s": time_one * count * exposed_frac, "algorithm": used[0] if used else "none",
-                    "note": msg.note})
-    return out

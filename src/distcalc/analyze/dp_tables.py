@@ -6,23 +6,27 @@ from __future__ import annotations
 
 import numpy as np
 
+from distcalc.analyze.terms import DpCollectives
 
-def dp_tables(t: list[np.ndarray], on: np.ndarray, z3_backward: np.ndarray | None = None,
+
+def dp_tables(t: DpCollectives, on: np.ndarray, z3_backward: np.ndarray | None = None,
                allreduce_sharded: bool = False, rs3: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
-    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (0 AllReduce, 1 ReduceScatter,
-    2 step AllGather, 3/4 ZeRO-3 AllGathers) is ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and
-    the same order of summation, zeros elsewhere (``on`` = 0 where the DP group has one rank).
-    ``z3_backward``: the per-micro-batch ZeRO-3 backward term (ReduceScatter + backward AllGather taken
-    together, for exposed times) in place of ``t1`` and ``t4`` separately; ``rs3``: ZeRO-3's gradient reduction
-    where it differs from ``t1`` (HSDP: shard-group ReduceScatter + replicate AllReduce). ``allreduce_sharded``: ZeRO-1 all-reduces
-    the gradients (``t0``) instead of reduce-scattering them (DeepSpeed BF16_Optimizer)."""
-    t0, t1, t2, t3, t4 = t
-    zero = np.zeros_like(t1)
-    b3, a3 = (t1 if rs3 is None else rs3, t4) if z3_backward is None else (z3_backward, zero)
-    k1 = np.stack([zero, zero, t1, b3], axis=1) * on[:, None]
-    k2 = np.stack([t0, (t0 if allreduce_sharded else t1) + t2, t2, zero], axis=1) * on[:, None]
-    k3 = np.stack([zero, zero, zero, t3], axis=1) * on[:, None]
+    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (``t`` per call: gradient AllReduce
+    ``ar``, gradient ReduceScatter ``rs``, step AllGather ``ag``, ZeRO-3 AllGathers ``ag3_f``/``ag3_b``) is
+    ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and the same order of summation, zeros elsewhere
+    (``on`` = 0 where the DP group has one rank). ``z3_backward``: the per-micro-batch ZeRO-3 backward term
+    (ReduceScatter + backward AllGather taken together, for exposed times) in place of ``rs`` and ``ag3_b``
+    separately; ``rs3``: ZeRO-3's gradient reduction where it differs from ``rs`` (HSDP: shard-group
+    ReduceScatter + replicate AllReduce). ``allreduce_sharded``: ZeRO-1 all-reduces the gradients (``ar``)
+    instead of reduce-scattering them (DeepSpeed BF16_Optimizer)."""
+    ar, rs, ag = t.grad_all_reduce_s, t.grad_reduce_scatter_s, t.param_all_gather_s
+    ag3_f, ag3_b = t.zero3_forward_gather_s, t.zero3_backward_gather_s
+    zero = np.zeros_like(rs)
+    b3, a3 = (rs if rs3 is None else rs3, ag3_b) if z3_backward is None else (z3_backward, zero)
+    k1 = np.stack([zero, zero, rs, b3], axis=1) * on[:, None]
+    k2 = np.stack([ar, (ar if allreduce_sharded else rs) + ag, ag, zero], axis=1) * on[:, None]
+    k3 = np.stack([zero, zero, zero, ag3_f], axis=1) * on[:, None]
     k4 = np.stack([zero, zero, zero, a3], axis=1) * on[:, None]
     return tuple(k.ravel() for k in (k1, k2, k3, k4))
 
