@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from distcalc.parallel import Recompute, Schedule
 from distcalc.schedules import BY_CODE, SCHEDULES
-from distcalc.search.space import (CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES,
-                                   config_values)
+from distcalc.search.readable import config_values
+from distcalc.search.space import CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES
 
 
 @pytest.mark.parametrize("enum", [Recompute, Schedule])

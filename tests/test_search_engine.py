@@ -12,7 +12,8 @@ from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig, Recompute, Schedule
 from distcalc.search import engine, search
 from distcalc.search.engine import Job, memory_bytes_batch
-from distcalc.search.space import COLUMNS, SpaceChoices, config_row, enumerate_space, limits_for_model
+from distcalc.search.readable import config_row
+from distcalc.search.space import COLUMNS, SpaceChoices, enumerate_space, limits_for_model
 
 HEADROOM = 0.05
 CASES = {  # (model, cluster, gpus, global batch, sequence length)

@@ -10,8 +10,9 @@ from distcalc.errors import ConfigError
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Recompute, Schedule, validate_for_model
 from distcalc.search.pareto import pareto_front
+from distcalc.search.readable import config_row
 from distcalc.search.space import (
-    COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, SpaceChoices, SpaceLimits, config_row, divisors,
+    COLUMNS, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES, SpaceChoices, SpaceLimits, divisors,
     enumerate_space, limits_for_model,
 )
 

@@ -30,9 +30,9 @@ from distcalc.hardware import load_gpu
 from distcalc.memory import memory_worst_stage_bytes_batch
 from distcalc.parallel import Precision
 from distcalc.search.pareto import pareto_front
+from distcalc.search.readable import config_row, config_values
 from distcalc.search.space import (
-    COLUMNS, ConfigArrays, Rejections, RejectReason, SpaceChoices, config_row, config_values, enumerate_space,
-    limits_for_model,
+    COLUMNS, ConfigArrays, Rejections, RejectReason, SpaceChoices, enumerate_space, limits_for_model,
 )
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 

@@ -379,28 +379,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     return Space(gpus=n, configs=ordered, universe=int(universe), rejections=rejections)
 
 
-_BOOL_COLUMNS = ("sequence_parallel", "account_for_embedding_and_loss")
-
-
-def config_values(name: str, values: np.ndarray) -> list:
-    """One column as readable values: names for recompute/schedule, bools for sequence_parallel and
-    account_for_embedding_and_loss, ints else."""
-    if name == "recompute":
-        return [RECOMPUTE_CHOICES[v] for v in values.tolist()]
-    if name == "schedule":
-        return [SCHEDULE_CHOICES[v] for v in values.tolist()]
-    if name in _BOOL_COLUMNS:
-        return [bool(v) for v in values.tolist()]
-    return [int(v) for v in values.tolist()]
-
-
-def config_row(configs: ConfigArrays, i: int) -> dict:
-    """Row ``i`` as a plain dict with readable values (names for recompute/schedule, bools for the flags)."""
-    return {name: config_values(name, configs[name][i:i + 1])[0] for name in COLUMNS}
-
-
 __all__ = [
     "COLUMNS", "DEFAULT_SCHEDULES", "RECOMPUTE_CHOICES", "SCHEDULE_ALIASES", "SCHEDULE_CHOICES", "ZERO_CHOICES", "ConfigArrays", "RejectReason",
-    "Rejections", "Space", "SpaceChoices", "SpaceLimits", "config_row", "divisors", "enumerate_space",
-    "limits_for_model", "config_values",
+    "Rejections", "Space", "SpaceChoices", "SpaceLimits", "divisors", "enumerate_space", "limits_for_model",
 ]
