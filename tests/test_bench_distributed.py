@@ -207,7 +207,12 @@ def test_cli_collectives_calibrate_and_collective(tmp_path):
     assert used.returncode == 0, used.stderr
     answer = json.loads(used.stdout)
     send_recv = next(f for f in fits if f["collective"] == "send-recv")
-    assert answer["topology"]["latency_s"] == pytest.approx(send_recv["latency_s"])
+    # a size is priced with the fitted size range that holds it (CollectiveFit.segment_for); the fit's headline
+    # latency_s is its last (large-message) range, the same one only when the sweep fits a single range
+    holding = next((s for s in send_recv["segments"] if s["max_size_bytes"] is None or 4096 < s["max_size_bytes"]),
+                   send_recv["segments"][-1])  # JSON writes the open last range's infinite bound as null
+    assert answer["topology"]["latency_s"] == pytest.approx(holding["latency_s"])
+    assert answer["topology"]["bandwidth_bytes_per_s"] == pytest.approx(holding["bandwidth_bytes_per_s"])
     assert answer["calibration"] == str(calibration)
     missing = run("collective", "all-reduce", "--calibration", str(tmp_path / "nope.json"))
     assert missing.returncode == 2 and "does not exist" in missing.stderr
