@@ -207,3 +207,20 @@ def test_schema_error_message_equals_the_cli_reading_the_same_value_from_config(
     result = runner.invoke(app, ["analyze", "--config", str(path), "--json"])
     assert status == 422 and result.exit_code == 2
     assert result.stderr.strip() == f"error: {answer['error']}"
+
+
+def test_memory_lines_are_the_cli_segments_and_sum_to_each_stage_total(server):
+    """The page draws memory bars from /api/memory-lines: the same labelled lines as ``distcalc memory``, and
+    their fields add up to every stage's total (a line missing from the page would leave a gap in the bar)."""
+    from distcalc.render.memory_lines import SEGMENTS
+
+    with urllib.request.urlopen(server + "/api/memory-lines") as response:
+        lines = json.loads(response.read())["lines"]
+    assert [(line["label"], tuple(line["fields"])) for line in lines] == list(SEGMENTS)
+    status, memory = post(server, "/api/memory", {"model": "llama3-70b", "gpu": "h100-sxm", "gpus": 64, "tp": 8,
+                                                  "pp": 4, "step_buffer": 4.0, "comm_buffer": "1GiB"})
+    assert status == 200, memory
+    for stage in memory["memory"]["stages"]:
+        parts = sum(stage[field] for line in lines for field in line["fields"])
+        assert parts == pytest.approx(stage["total_bytes"], rel=1e-12)
+    assert any(stage["optimizer_step_buffers_bytes"] > 0 for stage in memory["memory"]["stages"])

@@ -54,6 +54,8 @@ def page_numbers(browser) -> dict:
     components = browser.find_elements("css selector", "#chart-breakdown g.component")
     return {"step_time_s": value("m-step"), "mfu": value("m-mfu"), "memory": value("m-memory"),
             "stage_totals": [float(g.get_attribute("data-total")) for g in stages],
+            "stage_segment_sums": [sum(float(r.get_attribute("data-bytes"))
+                                       for r in g.find_elements("css selector", "rect[data-segment]")) for g in stages],
             "breakdown": {g.get_attribute("data-key"): float(g.get_attribute("data-seconds")) for g in components},
             "comm_rows": len(browser.find_elements("css selector", "#table-comm tr[data-exposed]")),
             "timeline_ops": len(browser.find_elements("css selector", "#chart-timeline rect.op")),
@@ -70,6 +72,7 @@ def assert_page_equals_cli(browser, request: dict) -> None:
     assert numbers["step_time_s"] == analyze["step_time_s"] and numbers["mfu"] == analyze["mfu"]
     assert numbers["memory"] == analyze["memory"]["total_bytes"]
     assert numbers["stage_totals"] == [s["total_bytes"] for s in memory["memory"]["stages"]]
+    assert numbers["stage_segment_sums"] == pytest.approx(numbers["stage_totals"], rel=1e-9)  # no line missing
     assert numbers["breakdown"] == {k: v for k, v in analyze["time_breakdown"].items()
                                     if v > 0 and k not in ("total_s",) and not k.endswith("_on_link_s")}
     assert numbers["comm_rows"] == len(analyze["communication"])

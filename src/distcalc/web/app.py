@@ -22,6 +22,7 @@ from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.jobs.presets import presets_payload
 from distcalc.jobs.search import SearchRequest, run_search, search_payload
 from distcalc.jobs.simulate import SimulateRequest, run_simulate, simulate_payload
+from distcalc.render.memory_lines import SEGMENTS
 from distcalc.units import parse_size_range
 from distcalc.web import limits
 from distcalc.web.body_limit import BodyLimit
@@ -103,6 +104,11 @@ def create_app() -> FastAPI:
     @app.get("/api/presets", summary="model, GPU and cluster presets (distcalc presets --json)")
     def presets() -> JSONResponse:
         return _answer((), presets_payload)
+
+    @app.get("/api/memory-lines", summary="the labelled lines of a memory breakdown, bottom to top: the "
+                                          "stage fields (distcalc memory --json) each line sums")
+    def memory_lines() -> JSONResponse:
+        return _answer((), lambda: {"lines": [{"label": label, "fields": list(fields)} for label, fields in SEGMENTS]})
 
     @app.post("/api/analyze", summary="step time, MFU, breakdown, communication (distcalc analyze --json)")
     def analyze(request: AnalyzeRequest) -> JSONResponse:

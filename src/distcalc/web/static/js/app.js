@@ -8,7 +8,7 @@ import { analyzeRequest, fromQuery, memoryRequest, readForm, toQuery, writeForm 
 
 const $ = (id) => document.getElementById(id);
 const form = $("layout");
-let presets = null, uploaded = null, last = null, generation = 0, timer = null;
+let presets = null, memoryLines = null, uploaded = null, last = null, generation = 0, timer = null;
 
 function options(select, names, selected) {
   select.innerHTML += names.map((n) => `<option ${n === selected ? "selected" : ""}>${esc(n)}</option>`).join("");
@@ -71,7 +71,7 @@ async function recompute() {
     last = { request: req, report, memory };
     showValidity(null);
     $("headline").innerHTML = headline(report);
-    $("chart-memory").innerHTML = memoryChart(memory);
+    $("chart-memory").innerHTML = memoryChart(memory, memoryLines);
     $("chart-breakdown").innerHTML = breakdownChart(report);
     $("chart-timeline").innerHTML = timelineChart(timeline);
     $("timeline-note").textContent = `first ${timeline.micro_batches_shown} of ${timeline.micro_batches} micro-batches, ${timeline.schedule}`;
@@ -134,7 +134,7 @@ export function loadLayout(layout) {
 }
 
 async function main() {
-  presets = await api("/api/presets");
+  [presets, { lines: memoryLines }] = await Promise.all([api("/api/presets"), api("/api/memory-lines")]);
   const state = fromQuery(location.search);
   options($("f-model"), presets.models.map((m) => m.name), state.model);
   options($("f-cluster"), presets.clusters.map((c) => c.name), state.cluster);
@@ -146,7 +146,7 @@ async function main() {
   $("f-collective").addEventListener("change", () => last && drawBusbw(generation));
   $("f-collective-group").addEventListener("change", () => last && drawBusbw(generation));
   $("export-json").addEventListener("click", () => last && download("analyze.json", JSON.stringify(last.report, null, 2), "application/json"));
-  $("export-csv").addEventListener("click", () => last && download("analyze.csv", exportCsv(last.report, last.memory), "text/csv"));
+  $("export-csv").addEventListener("click", () => last && download("analyze.csv", exportCsv(last.report, last.memory, memoryLines), "text/csv"));
   $("export-yaml").addEventListener("click", () => last && exportYaml());
   for (const tab of document.querySelectorAll(".tab")) {
     tab.addEventListener("click", () => {

@@ -2,18 +2,11 @@
 import { esc, fmtRate, fmtSize, fmtTime } from "./format.js";
 import { PALETTE, attrs, frame, legend, linear, log2scale, ticks, yAxis } from "./svg.js";
 
-// Same segments as `distcalc memory --plot` (label, stage fields summed).
-export const MEMORY_SEGMENTS = [
-  ["weights", ["weights_bytes"]], ["gradients", ["gradients_bytes"]], ["optimizer", ["optimizer_bytes"]],
-  ["layer activations", ["layer_activations_bytes"]], ["recompute workspace", ["recompute_workspace_bytes"]],
-  ["embedding/output acts", ["embedding_activations_bytes", "output_activations_bytes"]],
-  ["loss workspace", ["loss_workspace_bytes"]],
-  ["buffers + CUDA context", ["communication_buffers_bytes", "cuda_context_bytes"]],
-  ["allocator reserve", ["allocator_reserve_bytes"]],
-];
 const GIB = 2 ** 30;
 
-export function memoryChart(mem) {
+// `lines`: the labelled lines of a memory breakdown from /api/memory-lines ({label, fields}), the same
+// segments as `distcalc memory --plot`.
+export function memoryChart(mem, lines) {
   const stages = mem.memory.stages, capacity = mem.gpu ? mem.gpu.memory_bytes : 0;
   const W = 520, H = 300, left = 48, right = 62, top = 52, bottom = 28;
   const maxBytes = Math.max(capacity, ...stages.map((s) => s.total_bytes)) * 1.08;
@@ -23,7 +16,7 @@ export function memoryChart(mem) {
   stages.forEach((st, i) => {
     const x = left + i * slot + (slot - bw) / 2;
     let base = 0, parts = "";
-    MEMORY_SEGMENTS.forEach(([label, fields], k) => {
+    lines.forEach(({ label, fields }, k) => {
       const bytes = fields.reduce((a, f) => a + st[f], 0);
       if (bytes <= 0) return;
       const y0 = y((base + bytes) / GIB), h = y(base / GIB) - y0;
@@ -44,7 +37,7 @@ export function memoryChart(mem) {
       `<text x="${W - right + 4}" y="${yc - 2}">${esc(mem.gpu.name)}</text>` +
       `<text x="${W - right + 4}" y="${yc + 11}">${fmtSize(capacity)}</text>`;
   }
-  body += legend(MEMORY_SEGMENTS.map(([l], k) => [l, PALETTE[k]]), left, 12, 3, 150);
+  body += legend(lines.map(({ label }, k) => [label, PALETTE[k]]), left, 12, 3, 150);
   return frame(W, H, body);
 }
 

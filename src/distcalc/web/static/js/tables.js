@@ -1,6 +1,6 @@
 // Headline numbers, the communication table and the CSV export.
 import { esc, fmtRate, fmtSize, fmtTime, pct } from "./format.js";
-import { BREAKDOWN, MEMORY_SEGMENTS } from "./charts.js";
+import { BREAKDOWN } from "./charts.js";
 
 function metric(id, label, text, value, cls = "") {
   return `<div class="metric ${cls}"><b id="${id}" data-value="${value}">${esc(text)}</b><span>${esc(label)}</span></div>`;
@@ -34,7 +34,7 @@ export function commTable(r) {
 const csvCell = (v) => (/[",\n]/.test(String(v)) ? `"${String(v).replace(/"/g, '""')}"` : String(v));
 
 // One CSV with three sections: the step-time breakdown, the communication rows, the memory per stage.
-export function exportCsv(r, mem) {
+export function exportCsv(r, mem, memoryLines) {
   const lines = [["section", "name", "value", "unit"].join(",")];
   lines.push(["step", "step_time_s", r.step_time_s, "s"].join(","), ["step", "mfu", r.mfu, ""].join(","));
   for (const [k] of BREAKDOWN) lines.push(["breakdown", k, r.time_breakdown[k], "s"].join(","));
@@ -42,9 +42,9 @@ export function exportCsv(r, mem) {
   for (const c of r.communication) {
     lines.push([c.dim, c.collective, c.phase, c.note || "", c.size_bytes, c.count, c.time_s, c.exposed_s, c.algorithm, c.topology].map(csvCell).join(","));
   }
-  lines.push("", ["stage", ...MEMORY_SEGMENTS.map(([l]) => l), "total_bytes"].map(csvCell).join(","));
+  lines.push("", ["stage", ...memoryLines.map(({ label }) => label), "total_bytes"].map(csvCell).join(","));
   for (const st of mem.memory.stages) {
-    lines.push([st.stage, ...MEMORY_SEGMENTS.map(([, f]) => f.reduce((a, k) => a + st[k], 0)), st.total_bytes].join(","));
+    lines.push([st.stage, ...memoryLines.map(({ fields: f }) => f.reduce((a, k) => a + st[k], 0)), st.total_bytes].join(","));
   }
   return lines.join("\n") + "\n";
 }
