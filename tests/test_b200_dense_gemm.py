@@ -32,7 +32,7 @@ def _pass(row) -> str:
 
 
 def _errors():
-    """{pass: [(work, model time / measured time - 1 as efficiency error, measured time)]} for every row."""
+    """{pass: [(multiply-adds, model efficiency / measured efficiency - 1, measured time)]} for every row."""
     device = load_device("b200", "bf16")
     out: dict[str, list[tuple[float, float, float]]] = {}
     for row in _rows():
