@@ -8,6 +8,7 @@ model, not an independent check of the rows. Errors are ``model efficiency / mea
 """
 
 import csv
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,7 @@ def _pass(row) -> str:
     return {"TN": "forward", "NN": "dgrad"}[row["layout"]]
 
 
+@functools.lru_cache(maxsize=1)
 def _errors():
     """{pass: [(multiply-adds, model efficiency / measured efficiency - 1, measured time)]} for every row."""
     device = load_device("b200", "bf16")
