@@ -14,6 +14,10 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   ``distributed/fsdp/src/README.md``: "``grad_reduce_in_fp32`` will reduce gradients in ``FP32`` precision (in
   contrast to the lower ``BF16`` …)"): the buffer zeroed each step, the DP/FSDP reduce-scatter and the model
   states' gradients are 2 B per element.
+* **TransformerEngine's fused cross-entropy.** The performance scripts of both releases set
+  ``cross_entropy_fusion_impl: "te"`` (25.09: the ``*_llm_pretrain.yaml`` files; 25.11: ``set_common_perf_overrides``
+  in ``scripts/performance/utils/helpers.py``) with the loss fusion on by default: the loss streams each logit
+  as TE's Triton kernels do (:func:`distcalc.validation.published.stack_kernels.cross_entropy_kernel`).
 * **Uneven pipeline split.** Llama 3.1 405B (126 layers) runs with ``account_for_embedding_in_pipeline_split``
   and ``account_for_loss_in_pipeline_split`` true (the recipe's defaults, ``recipes/llama/llama31_405b.py``):
   128 slots over PP 8 × VPP 8 = 64 chunks, two per chunk, the first chunk holding the embedding and one layer,
