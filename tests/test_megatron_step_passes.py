@@ -86,8 +86,8 @@ def test_megatron_gradient_passes_cover_every_local_parameter(dp):
 
 
 def test_simumax_rows_run_fused_cross_entropy_and_megatron_gradient_passes():
-    """The mapping: SimuMax's ``_cef`` rows with TE's fused loss, Megatron-Bridge's with Megatron's native fused
-    one; Megatron-LM launched at a pinned commit with its argument defaults (NaN check on, no averaging in the
+    """The mapping: SimuMax's ``_cef`` rows and Megatron-Bridge's performance runs (``cross_entropy_fusion_impl``
+    "te" in both releases' scripts) with TE's fused loss; Megatron-LM launched at a pinned commit with its argument defaults (NaN check on, no averaging in the
     collective) gets the gradient passes; no other source gets them."""
     seen = 0
     for c in comparisons():
@@ -95,8 +95,8 @@ def test_simumax_rows_run_fused_cross_entropy_and_megatron_gradient_passes():
         if o is None:
             continue
         simumax = c.run.source.startswith("SimuMax")
-        expected = (CrossEntropyKernel.TE_FUSED if simumax else CrossEntropyKernel.NATIVE_FUSED
-                    if c.run.source.startswith("MegatronBridge") else CrossEntropyKernel.UNFUSED)
+        expected = (CrossEntropyKernel.TE_FUSED if simumax or c.run.source.startswith("MegatronBridge")
+                    else CrossEntropyKernel.UNFUSED)
         assert o.cross_entropy is expected
         assert (o.grad_check_bytes_per_parameter, o.grad_prescale_bytes_per_parameter) == (
             (4.0, 8.0) if simumax else (0.0, 0.0))

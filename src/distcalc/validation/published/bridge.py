@@ -14,6 +14,10 @@ Priced (rules of :mod:`distcalc.validation.published.mapping`):
   ``distributed/fsdp/src/README.md``: "``grad_reduce_in_fp32`` will reduce gradients in ``FP32`` precision (in
   contrast to the lower ``BF16`` …)"): the buffer zeroed each step, the DP/FSDP reduce-scatter and the model
   states' gradients are 2 B per element.
+* **TransformerEngine's fused cross-entropy.** The performance scripts of both releases set
+  ``cross_entropy_fusion_impl: "te"`` (25.09: the ``*_llm_pretrain.yaml`` files; 25.11: ``set_common_perf_overrides``
+  in ``scripts/performance/utils/helpers.py``) with the loss fusion on by default: the loss streams each logit
+  as TE's Triton kernels do (:func:`distcalc.validation.published.stack_kernels.cross_entropy_kernel`).
 * **Uneven pipeline split.** Llama 3.1 405B (126 layers) runs with ``account_for_embedding_in_pipeline_split``
   and ``account_for_loss_in_pipeline_split`` true (the recipe's defaults, ``recipes/llama/llama31_405b.py``):
   128 slots over PP 8 × VPP 8 = 64 chunks, two per chunk, the first chunk holding the embedding and one layer,
@@ -37,6 +41,34 @@ B200's × 1200/1000 W, an assumption): the published MAMF ratio instead (GB200 1
 ml-engineering's table) leaves this row at −17 % and moves the other GB200 rows +9…+13 points (the 25.11 70B and
 405B rows to +14 %), so the row keeps about 17 points that no published mechanism explains and the preset is left
 as it is.
+
+The other rows furthest off, checked against the recipe each ran (the mapping follows all of them):
+
+* ``mbridge_25.11_gb300_llama3p1_405b_256g_fp8cs_main`` (+14 %): the 25.11 table was corrected on 2025-12-10
+  ("25.11 summary typo corrections", 5776a6d90: 128 GPUs with Megatron-FSDP → 256 GPUs, TP 2, PP 8, CP 2, VP 4,
+  GBS 1536); that is ``LLAMA31_405B_PRETRAIN_CONFIG_GB300_FP8_CS_V2`` (d419154f3,
+  ``configs/llama/llama31_workload_base_configs.py``): no Megatron-FSDP, no CPU offloading, no CUDA graphs,
+  userbuffers ``userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192``. The residual is the GB300 preset: on the
+  pair printed with one layout on both systems (Llama 3 8B FP8-CS: TP 1, DP 8, MBS 2, GBS 128; both recipes run
+  full-iteration CUDA graphs) GB300 is 1.19× GB200 (37556 / 31508 tokens/s/GPU) and on the 405B pair 1.23× (999 / 813), where the presets
+  give 1.08× for both. Blackwell Ultra doubles the SFU's exponential throughput over Blackwell (NVIDIA technical
+  blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra"), which speeds the softmax of attention; no
+  GB300 attention or GEMM rate is measured, so nothing is priced for it.
+* ``mbridge_25.11_b200_llama3_8b_8g_fp8cs_main`` (+9 %; 25.09 +6 %): ``LLAMA3_8B_B200_FP8_CS_BASE_CONFIG``
+  (``v0.2.0``): MBS 2, CUDA graphs ``local`` / ``full_iteration``, as mapped. The same recipe on GB200 ran only
+  1.03× (25.11) and 1.045× (25.09) faster (FP8-MX: 1.009×, 1.018×) where the presets give 1.18× (GB200's
+  power-limited rate is B200's × 1200/1000 W, an assumption; the published MAMF ratio is 1.044): the B200 8B rows
+  come out slow and the GB200 8B rows fast by about the same amount. Left to the Blackwell presets.
+* ``mbridge_25.11_h100_llama3p1_405b_1024g_fp8cs_main`` (−9 %; 25.09 −6 % on the same recipe): TP 8, PP 8, CP 2,
+  VP 8, GBS 512 and ``userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192`` (bulk overlaps on 2/24/2/2 SMs, the
+  forward ReduceScatters as ring exchange on 1 SM). :mod:`distcalc.analyze.tp_overlap` runs TransformerEngine's
+  default budgets (16 SMs per bulk / pipeline kernel); the recipe's smaller budgets make the row 1.6 points
+  faster (−10.2 %), so they are not the gap.
+* Not expressible, priced without: the 25.11 H100 Llama 3 8B FP8-CS recipe recomputes 5 of 32 layers in full
+  (``recompute_num_layers=5``: granularity ``full``, method ``block``); the 25.09 GB200 405B FP8-CS recipe
+  (``llama31_405b_llm_pretrain.yaml``, ``gb200.num_gpus_128.fp8_cs``) offloads the activations of 95 layers to
+  the Grace CPU (``cpu_offloading_num_layers: 95``). distcalc has neither a per-layer recompute count nor
+  activation offloading.
 """
 
 from __future__ import annotations

@@ -104,13 +104,17 @@ def cross_entropy_kernel(run: PublishedRun) -> CrossEntropyKernel:
     suffix ``_cef`` (the row's assumptions) and models them with TransformerEngine's fused kernel, the one its
     B200 system file measures (``ce_fusion``, ``test_ce_permute_efficiency.py`` ``te_fusion``); its published
     predictions are reproduced only with that fusion on (its ``tools/b200`` case table, DeepSeek-V2 EP8 mbc4:
-    369.3 ms off, 343.6 ms on = the published figure). Megatron-Bridge's ``GPTModelProvider`` turns the fusion
-    on by default (``cross_entropy_loss_fusion: bool = True``) with Megatron-Core's default implementation,
-    ``native``. Everything else: Megatron-Core's default, unfused."""
-    if run.case_id.endswith("_cef"):
+    369.3 ms off, 343.6 ms on = the published figure). Megatron-Bridge's performance runs use TE's kernel too:
+    ``GPTModelProvider`` turns the fusion on by default (``cross_entropy_loss_fusion: bool = True``) and the
+    performance scripts of both releases select TE's implementation for every model —
+    25.09 (``v0.1.0rc4``, ``scripts/performance/configs/{llama3,llama31}/*_llm_pretrain.yaml``:
+    ``model: cross_entropy_fusion_impl: "te"``), 25.11 (``v0.2.0``, ``scripts/performance/utils/helpers.py``
+    ``set_common_perf_overrides``: ``recipe.model.cross_entropy_fusion_impl = "te"``, called for every recipe
+    by ``get_model_recipe_with_user_overrides``); the Llama model providers default to it as well
+    (``llama_provider.py``: ``cross_entropy_fusion_impl: str = "te"``). Everything else: Megatron-Core's
+    default, unfused."""
+    if run.case_id.endswith("_cef") or "Megatron-Bridge" in run.framework:
         return CrossEntropyKernel.TE_FUSED
-    if "Megatron-Bridge" in run.framework:
-        return CrossEntropyKernel.NATIVE_FUSED
     return CrossEntropyKernel.UNFUSED
 
 
