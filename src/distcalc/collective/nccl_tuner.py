@@ -32,6 +32,7 @@ from distcalc.collective.nccl_constants import (
 )
 from distcalc.collective.nccl_graph import NcclGraph, NcclSystem, communicator_channels, graphs
 from distcalc.collective.nccl_nvls import nvls_allreduce_terms_s
+from distcalc.collective.nccl_ring import ring_simple_allreduce_latency_us
 from distcalc.collective.types import CollectiveKind
 from distcalc.errors import AlgorithmError
 
@@ -299,6 +300,8 @@ def nccl_estimate(system: NcclSystem, kind: CollectiveKind | str, size_bytes: fl
     lat_s, bw_s = lat_us * US, bw_us * US
     if best.algorithm in (A.NVLS, A.NVLS_TREE) and kind == K.ALL_REDUCE:
         lat_s, bw_s = _nvls_executed(system, version, best, size, channels, bw_s)
+    if best.algorithm == A.RING and best.protocol == P.SIMPLE and kind == K.ALL_REDUCE and system.nodes == 1:
+        lat_s = _ring_simple_latency_us(system, version, size, channels) * US
     return NcclEstimate(kind, size, system.ranks, version, best.algorithm, best.protocol, channels, threads,
                         lat_s + bw_s, lat_s, bw_s, model, nsteps, candidates)
 
@@ -320,6 +323,15 @@ def _nvls_executed(system: NcclSystem, version: NcclVersion, best: AlgoProtoCost
                                          _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw,
                                          best.algorithm, nic_per_gpu)
     return lat_s, (bw_s if system.nodes == 1 else max(bw_s, tuner_bw_s))
+
+
+def _ring_simple_latency_us(system: NcclSystem, version: NcclVersion, size: float, channels: int) -> float:
+    """Latency (µs) of a one-node Ring/Simple AllReduce as its kernel runs: one NCCL step latency per slice
+    hand-over of every loop (:mod:`.nccl_ring`), instead of the tuner's one per ring step."""
+    c = CONSTANTS[version]
+    hw = NcclHw.NVLINK if system.nvswitch else NcclHw.PCI
+    return ring_simple_allreduce_latency_us(size, channels, system.ranks, c.base_latency_us[(A.RING, P.SIMPLE)],
+                                            c.hw_latency_us[hw][(A.RING, P.SIMPLE)])
 
 
 #: One 8-GPU H100 SXM node on NVSwitch: where NCCL's maintainer gives the measured NVLS peak (nccl_nvls).
