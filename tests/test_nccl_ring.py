@@ -11,8 +11,8 @@ from distcalc.cluster import load_cluster
 from distcalc.collective.nccl_cluster import nccl_system
 from distcalc.collective.nccl_constants import NcclAlgo, NcclProto, NcclVersion
 from distcalc.collective.nccl_ring import (
-    MIN_SLICE_BYTES, RING_SIMPLE_CHUNK_BYTES, ring_simple_allreduce_handovers, ring_simple_allreduce_latency_us,
-    slices_per_call,
+    LL128_CHUNK_BYTES, LL_CHUNK_BYTES, MIN_SLICE_BYTES, RING_SIMPLE_CHUNK_BYTES, ring_chunk_imbalance,
+    ring_simple_allreduce_handovers, ring_simple_allreduce_latency_us, slices_per_call,
 )
 from distcalc.collective.nccl_tuner import nccl_estimate
 
@@ -56,11 +56,47 @@ def test_estimate_uses_kernel_handovers_on_one_a100_node_only():
     est = nccl_estimate(system, "all-reduce", 64 * MIB, NcclVersion.V2_18_5)
     assert (est.algorithm, est.protocol, est.channels) == (NcclAlgo.RING, NcclProto.SIMPLE, 24)
     assert est.latency_term_s == pytest.approx((8.4 + 30 * 3.4) * 1e-6)
-    # NCCL's own estimate (and so its choice) is unchanged: baseLat + 14 x hwLat
-    assert est.model_time_s == pytest.approx((8.4 + 14 * 3.4) * 1e-6 + est.bandwidth_term_s)
+    # NCCL's own estimate (and so its choice) is unchanged: baseLat + 14 x hwLat; the kernel's bandwidth term is
+    # NCCL's times the 2.18.5 chunk rounding of the busiest channel (64 MiB / 192 rounded up to 4 KiB: 1.0078)
+    imbalance = ring_chunk_imbalance(NcclVersion.V2_18_5, NcclProto.SIMPLE, 64 * MIB, 24, 8, est.threads)
+    assert imbalance == pytest.approx(43 * 4096 * 192 / (32 * MIB))
+    assert est.model_time_s == pytest.approx((8.4 + 14 * 3.4) * 1e-6 + est.bandwidth_term_s / imbalance)
     assert est.time_s > est.model_time_s
     # across nodes the ring keeps NCCL's tuner time
     two_nodes = nccl_system(load_cluster("dgx-a100"), 16)
     ring = nccl_estimate(two_nodes, "all-reduce", 1 << 30, NcclVersion.V2_18_5, algorithms=[NcclAlgo.RING],
                          protocols=[NcclProto.SIMPLE])
     assert ring.time_s == pytest.approx(ring.model_time_s, rel=1e-12)
+
+
+def test_chunk_constants_from_nccl_source():
+    # LL: 8 lines x 512 threads x 8 steps x 16 B buffer, half data, per step; LL128: 120 x 640 x 8 x 8 B, 15/16 data
+    assert LL_CHUNK_BYTES == 32768
+    assert LL128_CHUNK_BYTES == 576000
+
+
+@pytest.mark.parametrize("size_mib, expected", [
+    # 24 channels x 8 ranks x 19,200 B (LL128 grain, 640 threads) = 3,686,400 B per grain row
+    (2, 1.2556), (4, 1.2556), (8, 1.2242), (16, 1.0986),
+])
+def test_ll128_chunk_rounding_on_dgx_a100(size_mib, expected):
+    value = ring_chunk_imbalance(NcclVersion.V2_18_5, NcclProto.LL128, size_mib * MIB, 24, 8, 640)
+    assert value == pytest.approx(expected, abs=1e-4)
+    # NCCL 2.20.5 splits the work evenly per channel: no rounding penalty
+    assert ring_chunk_imbalance(NcclVersion.V2_20_5, NcclProto.LL128, size_mib * MIB, 24, 8, 640) == 1.0
+
+
+def test_exact_multiples_are_balanced():
+    row = 24 * 8 * 19200
+    assert ring_chunk_imbalance(NcclVersion.V2_18_5, NcclProto.LL128, 3 * row, 24, 8, 640) == pytest.approx(1.0)
+    assert ring_chunk_imbalance(NcclVersion.V2_18_5, NcclProto.SIMPLE, 2 * 24 * 8 * 2 * MIB, 24, 8, 544) == 1.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.integers(1, 1 << 30), channels=st.integers(1, 24), ranks=st.integers(2, 16),
+       proto=st.sampled_from(list(NcclProto)), threads=st.sampled_from([128, 256, 512, 544, 640]))
+def test_imbalance_is_at_least_one_and_finite(size, channels, ranks, proto, threads):
+    value = ring_chunk_imbalance(NcclVersion.V2_18_5, proto, size, channels, ranks, threads)
+    assert 1.0 <= value < float("inf")
+    # never more than the whole loop's chunks on one rank of one channel
+    assert value <= channels * ranks

@@ -46,9 +46,11 @@ def test_geomean_error_per_series_as_reported():
     # Issue target: <= 0.05. Tuner time alone: A100 0.372, H100 0.297, H200 0.232; NVLS as executed
     # (nccl_nvls): H100 0.056, H200 0.027; A100 (Ring, NCCL's tuner) with the -g 8 host launch floor of a DGX A100
     # (nccl_launch, 33.7 us): 0.372 -> 0.219; Ring/Simple timed by its loops' slice hand-overs (nccl_ring):
-    # 0.219 -> 0.193 (the 2-128 MiB rows, LL128 +20 to +55 %, Simple +18 to +25 %, are still optimistic).
+    # 0.219 -> 0.193; NCCL 2.18.5's chunk rounding to the protocol grain (busiest channel, nccl_ring) -> 0.172
+    # (the 2-128 MiB rows, LL128 +12 to +44 %, Simple +17 to +24 %, and the -g 8 host-bound <= 512 KiB rows
+    # +10 to +33 % are still optimistic).
     geomean = geomean_abs_error(ROWS)
-    assert geomean["ND_A100_v4"] == pytest.approx(0.193, abs=0.01)
+    assert geomean["ND_A100_v4"] == pytest.approx(0.172, abs=0.01)
     assert geomean["ND_H100_v5"] == pytest.approx(0.056, abs=0.005)
     assert geomean["ND_H200_v5"] == pytest.approx(0.027, abs=0.005)
 

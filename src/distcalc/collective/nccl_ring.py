@@ -29,7 +29,20 @@ value; the same per-hand-over cost :mod:`.nccl_nvls` uses); none is fitted to a 
 (24 channels) one loop costs 30 hand-overs (102 µs) where the tuner counts 14 (48 µs), and an 8 GiB operation
 runs 22 loops.
 
-Scope: AllReduce on one node. Across nodes the ring's network steps are proxied by the host (net transport) and
+**Chunk rounding (NCCL 2.18.5).** ``runRing`` also sets the chunk of a loop that does not fill ``loopSize``:
+``realChunkSize = min(chunk, ⌈rest / (nChannels · nRanks · grain)⌉ · grain)`` with, per protocol, the grain
+``minChunkSize = nThreads · 8 B`` (LL), ``nThreads · 60 B / 2`` (LL128: ``calcBytePerGrain`` = 8 × 15 × 8 / 16;
+NCCL's comment: "We should not need the final /2 but it makes performance much, much smoother") and
+``(nThreads − 32) · 8 B`` (Simple); chunk ``c`` of channel ``b`` starts at ``(c · nChannels + b) · realChunkSize``
+(LL, LL128) or ``(b · nRanks + c) · realChunkSize`` (Simple) and holds ``min(realChunkSize, rest − start)``. A
+message that is not a multiple of ``nChannels · nRanks · grain`` (19,200 B on LL128 with 640 threads) leaves the
+first channels with full chunks and the last ones short, and the operation lasts as long as its busiest channel.
+distcalc scales NCCL's bandwidth term by ``(bytes the busiest rank of the busiest channel sends) / (its even
+share, 2(N − 1) · nBytes / (nChannels · N))`` (rank ``r`` sends chunks ``r−1, r−2, …`` in its ``2(N − 1)`` sending
+calls): 1.76 for an 8-GPU LL128 all-reduce of 2 and 4 MiB on 24 channels, 1.32 at 8 MiB, 1.10 at 16 MiB. NCCL
+2.20.5 splits the work evenly per channel (``enqueue.cc`` ``computeCollLastChunkInfo``), so there the factor is 1.
+
+Scope: AllReduce on one node (hand-overs); the chunk rounding applies to every 2.18.5 Ring AllReduce. Across nodes the ring's network steps are proxied by the host (net transport) and
 keep NCCL's tuner time; AllGather/ReduceScatter/Broadcast/Reduce keep it too. Not modelled: what the size of a
 slice does to the per-channel copy rate (the tuner's bandwidth is kept), the pipeline's data dependencies along
 the ring beyond the hand-overs.
@@ -38,6 +51,8 @@ the ring beyond the hand-overs.
 from __future__ import annotations
 
 import math
+
+from distcalc.collective.nccl_constants import NcclProto, NcclVersion
 
 #: src/init.cc DEFAULT_BUFFSIZE (4 MiB Simple buffer per connection) / NCCL_STEPS (8): bytes of one Simple step.
 SIMPLE_STEP_BYTES = (4 << 20) // 8
@@ -79,6 +94,53 @@ def ring_simple_allreduce_handovers(size_bytes: float, channels: int, ranks: int
     return handovers
 
 
+#: Bytes of one step per protocol (init.cc buffer sizes / NCCL_STEPS, LL half data, LL128 15/16 data):
+#: LL 8 lines × 512 threads × 8 steps × 16 B; LL128 120 × 640 × 8 × 8 B; Simple 4 MiB.
+LL_CHUNK_BYTES = 8 * 512 * 8 * 16 // 8 // 2
+LL128_CHUNK_BYTES = 120 * 640 * 8 * 8 // 8 * 15 // 16
+#: Releases whose runRing rounds a partial loop's chunk to the protocol's grain (2.20.5 splits evenly).
+CHUNK_ROUNDING_RELEASES = (NcclVersion.V2_18_5,)
+
+
+def _chunk_and_grain_bytes(protocol: NcclProto, threads: int) -> tuple[int, int]:
+    if protocol == NcclProto.LL:
+        return LL_CHUNK_BYTES, threads * 8
+    if protocol == NcclProto.LL128:
+        return LL128_CHUNK_BYTES, threads * 60 // 2
+    return RING_SIMPLE_CHUNK_BYTES, max(threads - 32, 32) * 8
+
+
+def _busiest_rank_bytes(rest: float, chunk: int, channels: int, ranks: int, protocol: NcclProto) -> float:
+    """Bytes the busiest rank of the busiest channel sends in a loop whose chunk is ``chunk``."""
+    def held(c: int, b: int) -> float:
+        start = (c * channels + b) * chunk if protocol != NcclProto.SIMPLE else (b * ranks + c) * chunk
+        return min(chunk, max(rest - start, 0.0))
+    busiest = 0.0
+    for b in range(channels):
+        sizes = [held(c, b) for c in range(ranks)]
+        total = sum(sizes)
+        # rank r's sending calls work on chunks r−1, …, r−(N−1) (every chunk but r), then r, …, r−(N−2) (every
+        # chunk but r+1): 2·total − sizes[r] − sizes[r+1]
+        busiest = max(busiest, max(2 * total - sizes[r] - sizes[(r + 1) % ranks] for r in range(ranks)))
+    return busiest
+
+
+def ring_chunk_imbalance(version: NcclVersion, protocol: NcclProto, size_bytes: float, channels: int, ranks: int,
+                         threads: int) -> float:
+    """Bytes the busiest rank of the busiest channel sends over its even share (≥ 1; 1 outside 2.18.5)."""
+    if version not in CHUNK_ROUNDING_RELEASES or size_bytes <= 0 or channels < 1 or ranks < 2:
+        return 1.0
+    chunk, grain = _chunk_and_grain_bytes(protocol, threads)
+    loop_bytes = channels * ranks * chunk
+    full_loops, rest = divmod(size_bytes, loop_bytes)
+    sent = full_loops * 2 * (ranks - 1) * chunk
+    if rest > 0:
+        last_chunk = min(chunk, math.ceil(rest / (channels * ranks * grain)) * grain)
+        sent += _busiest_rank_bytes(rest, last_chunk, channels, ranks, protocol)
+    even = 2 * (ranks - 1) * size_bytes / (channels * ranks)
+    return max(1.0, sent / even)
+
+
 def ring_simple_allreduce_latency_us(size_bytes: float, channels: int, ranks: int, base_latency_us: float,
                                      step_latency_us: float) -> float:
     """Latency term (µs) of a one-node Ring/Simple AllReduce as the kernel runs it: NCCL's ``baseLat`` plus one
@@ -86,5 +148,5 @@ def ring_simple_allreduce_latency_us(size_bytes: float, channels: int, ranks: in
     return base_latency_us + ring_simple_allreduce_handovers(size_bytes, channels, ranks) * step_latency_us
 
 
-__all__ = ["MIN_SLICE_BYTES", "RING_SIMPLE_CHUNK_BYTES", "SLICES_PER_CHUNK", "ring_allreduce_calls_per_loop",
+__all__ = ["CHUNK_ROUNDING_RELEASES", "MIN_SLICE_BYTES", "ring_chunk_imbalance", "RING_SIMPLE_CHUNK_BYTES", "SLICES_PER_CHUNK", "ring_allreduce_calls_per_loop",
            "ring_simple_allreduce_handovers", "ring_simple_allreduce_latency_us", "slices_per_call"]

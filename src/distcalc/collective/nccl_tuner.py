@@ -32,7 +32,7 @@ from distcalc.collective.nccl_constants import (
 )
 from distcalc.collective.nccl_graph import NcclGraph, NcclSystem, communicator_channels, graphs
 from distcalc.collective.nccl_nvls import nvls_allreduce_terms_s
-from distcalc.collective.nccl_ring import ring_simple_allreduce_latency_us
+from distcalc.collective.nccl_ring import ring_chunk_imbalance, ring_simple_allreduce_latency_us
 from distcalc.collective.types import CollectiveKind
 from distcalc.errors import AlgorithmError
 
@@ -300,8 +300,10 @@ def nccl_estimate(system: NcclSystem, kind: CollectiveKind | str, size_bytes: fl
     lat_s, bw_s = lat_us * US, bw_us * US
     if best.algorithm in (A.NVLS, A.NVLS_TREE) and kind == K.ALL_REDUCE:
         lat_s, bw_s = _nvls_executed(system, version, best, size, channels, bw_s)
-    if best.algorithm == A.RING and best.protocol == P.SIMPLE and kind == K.ALL_REDUCE and system.nodes == 1:
-        lat_s = _ring_simple_latency_us(system, version, size, channels) * US
+    if best.algorithm == A.RING and kind == K.ALL_REDUCE:
+        bw_s *= ring_chunk_imbalance(version, best.protocol, size, channels, system.ranks, threads)
+        if best.protocol == P.SIMPLE and system.nodes == 1:
+            lat_s = _ring_simple_latency_us(system, version, size, channels) * US
     return NcclEstimate(kind, size, system.ranks, version, best.algorithm, best.protocol, channels, threads,
                         lat_s + bw_s, lat_s, bw_s, model, nsteps, candidates)
 
