@@ -10,7 +10,9 @@ Constants: :mod:`distcalc.collective.nccl_constants`; graphs: :mod:`distcalc.col
 
 distcalc's ``time_s`` is NCCL's model time with the bandwidth of the channels NCCL actually launches
 (``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations), except for an
-NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`);
+NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`), and a Ring
+AllReduce, whose bandwidth term carries NCCL 2.18.5's chunk rounding and whose latency on one node with the Simple
+protocol counts the kernel's slice hand-overs per loop (:mod:`.nccl_ring`);
 ``model_time_s`` is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather:
 output, ReduceScatter: input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23,
 after the modelled releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8
