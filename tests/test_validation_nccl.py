@@ -31,7 +31,8 @@ def test_every_row_is_priced_and_large_messages_are_within_10_percent():
 
 
 @pytest.mark.parametrize("vm, algorithm, protocol, busbw, tolerance", [
-    ("ND_A100_v4", "ring", "Simple", 231.58, 0.04),   # 12 channels x 20 GB/s = 240 GB/s bus (+3.5 %)
+    # 12 channels x 20 GB/s = 240 GB/s bus, 22 loops of 30 slice hand-overs (nccl_ring): 239.8 -> 231.7 GB/s
+    ("ND_A100_v4", "ring", "Simple", 231.58, 0.01),
     ("ND_H100_v5", "nvls", "Simple", 478.87, 0.01),   # maintainer's peak algbw 275 GB/s x 1.75 = 481 GB/s
     ("ND_H200_v5", "nvls", "Simple", 479.98, 0.01),
 ])
@@ -44,9 +45,12 @@ def test_8gib_golden(vm, algorithm, protocol, busbw, tolerance):
 def test_geomean_error_per_series_as_reported():
     # Issue target: <= 0.05. Tuner time alone: A100 0.372, H100 0.297, H200 0.232; NVLS as executed
     # (nccl_nvls): H100 0.056, H200 0.027; A100 (Ring, NCCL's tuner) with the -g 8 host launch floor of a DGX A100
-    # (nccl_launch, 33.7 us): 0.372 -> 0.219 (the 4-128 MiB rows, +26 to +55 %, are the GPUs' and stay).
+    # (nccl_launch, 33.7 us): 0.372 -> 0.219; Ring/Simple timed by its loops' slice hand-overs (nccl_ring):
+    # 0.219 -> 0.193; NCCL 2.18.5's chunk rounding to the protocol grain (busiest channel, nccl_ring) -> 0.172
+    # (the 2-128 MiB rows, LL128 +12 to +44 %, Simple +17 to +24 %, and the -g 8 host-bound <= 512 KiB rows
+    # +10 to +33 % are still optimistic).
     geomean = geomean_abs_error(ROWS)
-    assert geomean["ND_A100_v4"] == pytest.approx(0.219, abs=0.01)
+    assert geomean["ND_A100_v4"] == pytest.approx(0.172, abs=0.01)
     assert geomean["ND_H100_v5"] == pytest.approx(0.056, abs=0.005)
     assert geomean["ND_H200_v5"] == pytest.approx(0.027, abs=0.005)
 
@@ -65,8 +69,9 @@ def test_published_a100_log_with_and_without_single_process_launch():
     rows = log_rows()
     assert len(rows) == 60 and len(CASE_SETS["nccl-tests-a100"]()) == 60
     geomean = geomean_abs_error(rows)
-    assert geomean["one process, -g 8"] == pytest.approx(0.191, abs=0.01)
-    assert geomean["mpirun -np 8, -g 1"] == pytest.approx(0.238, abs=0.01)
+    # Ring/Simple slice hand-overs (nccl_ring): -g 8 0.191 -> 0.172, -g 1 0.238 -> 0.218.
+    assert geomean["one process, -g 8"] == pytest.approx(0.172, abs=0.01)
+    assert geomean["mpirun -np 8, -g 1"] == pytest.approx(0.218, abs=0.01)
     for row in rows:
         if row["size_bytes"] >= 1 << 30:
             assert abs(row["predicted_GBps"] / row["measured_GBps"] - 1) <= 0.10, row

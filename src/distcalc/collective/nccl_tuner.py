@@ -10,7 +10,9 @@ Constants: :mod:`distcalc.collective.nccl_constants`; graphs: :mod:`distcalc.col
 
 distcalc's ``time_s`` is NCCL's model time with the bandwidth of the channels NCCL actually launches
 (``bw · launched / comm channels``, the same scaling NCCL applies to aggregated operations), except for an
-NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`);
+NVLS / NVLS-Tree AllReduce, which is timed as its kernel runs (loops of chunks, :mod:`.nccl_nvls`), and a Ring
+AllReduce, whose bandwidth term carries NCCL 2.18.5's chunk rounding and whose latency on one node with the Simple
+protocol counts the kernel's slice hand-overs per loop (:mod:`.nccl_ring`);
 ``model_time_s`` is the unscaled estimate NCCL's choice is based on. Sizes follow nccl-tests (AllGather:
 output, ReduceScatter: input), which is what NCCL's ``nBytes`` is. Not modelled: PAT (added in NCCL 2.23,
 after the modelled releases), the Tree pattern's 0.85 factor (balanced trees assumed), the CUDA 11.8
@@ -32,6 +34,7 @@ from distcalc.collective.nccl_constants import (
 )
 from distcalc.collective.nccl_graph import NcclGraph, NcclSystem, communicator_channels, graphs
 from distcalc.collective.nccl_nvls import nvls_allreduce_terms_s
+from distcalc.collective.nccl_ring import ring_chunk_imbalance, ring_simple_allreduce_latency_us
 from distcalc.collective.types import CollectiveKind
 from distcalc.errors import AlgorithmError
 
@@ -299,6 +302,10 @@ def nccl_estimate(system: NcclSystem, kind: CollectiveKind | str, size_bytes: fl
     lat_s, bw_s = lat_us * US, bw_us * US
     if best.algorithm in (A.NVLS, A.NVLS_TREE) and kind == K.ALL_REDUCE:
         lat_s, bw_s = _nvls_executed(system, version, best, size, channels, bw_s)
+    if best.algorithm == A.RING and kind == K.ALL_REDUCE:
+        bw_s *= ring_chunk_imbalance(version, best.protocol, size, channels, system.ranks, threads)
+        if best.protocol == P.SIMPLE and system.nodes == 1:
+            lat_s = _ring_simple_latency_us(system, version, size, channels) * US
     return NcclEstimate(kind, size, system.ranks, version, best.algorithm, best.protocol, channels, threads,
                         lat_s + bw_s, lat_s, bw_s, model, nsteps, candidates)
 
@@ -320,6 +327,15 @@ def _nvls_executed(system: NcclSystem, version: NcclVersion, best: AlgoProtoCost
                                          _reference_nvls_bandwidth_gbps(version), system.nodes, nvls_bw,
                                          best.algorithm, nic_per_gpu)
     return lat_s, (bw_s if system.nodes == 1 else max(bw_s, tuner_bw_s))
+
+
+def _ring_simple_latency_us(system: NcclSystem, version: NcclVersion, size: float, channels: int) -> float:
+    """Latency (µs) of a one-node Ring/Simple AllReduce as its kernel runs: one NCCL step latency per slice
+    hand-over of every loop (:mod:`.nccl_ring`), instead of the tuner's one per ring step."""
+    c = CONSTANTS[version]
+    hw = NcclHw.NVLINK if system.nvswitch else NcclHw.PCI
+    return ring_simple_allreduce_latency_us(size, channels, system.ranks, c.base_latency_us[(A.RING, P.SIMPLE)],
+                                            c.hw_latency_us[hw][(A.RING, P.SIMPLE)])
 
 
 #: One 8-GPU H100 SXM node on NVSwitch: where NCCL's maintainer gives the measured NVLS peak (nccl_nvls).

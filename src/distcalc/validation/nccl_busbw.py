@@ -18,10 +18,10 @@ hand-overs; no constant fitted to these rows). Every run printed here used ``-g 
 eight GPUs), so the printed time is the slower of the GPUs' time and the host's launch of eight kernels
 (:mod:`distcalc.collective.nccl_launch`); the host launch time is measured for DGX-A100-class AMD EPYC hosts
 only (NVIDIA/nccl-tests #123), so it applies to the A100 rows (33.7 µs floor) and the H100/H200 rows (Intel
-hosts, no measurement) keep the GPU time. The A100 rows (Ring, NCCL's tuning model) are within 10 % from
-256 MiB up and up to 55 % optimistic from 4 to 128 MiB, where the one-process-per-GPU run of the published 8x A100
-log (set ``nccl-tests-a100``) is as slow, so that gap is the GPUs', not the launch's (README, "Collectives as NCCL
-runs them").
+hosts, no measurement) keep the GPU time. The A100 rows are NCCL's choice (Ring with LL, LL128, Simple) timed as
+the ring kernel runs (:mod:`distcalc.collective.nccl_ring`: Simple slice hand-overs per loop, 2.18.5's chunk
+rounding to the protocol grain); they are within 10 % from 256 MiB up and at 1 MiB, and 12-44 % optimistic from 2
+to 128 MiB (README, "Collectives as NCCL runs them").
 """
 
 from __future__ import annotations
@@ -100,7 +100,8 @@ LOG_RUNS = ("one process, -g 8", "mpirun -np 8, -g 1")
 
 def log_rows() -> list[dict[str, object]]:
     """The published A100 log's two runs priced by NCCL's choice on ``dgx-a100`` (the log does not print NCCL's
-    version; both modelled releases give A100 the same numbers) as nccl-tests times them with the run's ``-g``
+    version: distcalc's default release, whose even per-channel split has no 2.18.5 chunk rounding, see
+    :mod:`distcalc.collective.nccl_ring`) as nccl-tests times them with the run's ``-g``
     (:func:`~distcalc.collective.nccl_launch.nccl_tests_period_s`). busbw from the mean of the two columns."""
     text = (resources.files("distcalc") / "data" / "validation" / LOG).read_text(encoding="utf-8")
     system = nccl_system(load_cluster("dgx-a100"), 8)

@@ -72,8 +72,8 @@ def print_collective_range(kind: str, topo: Topology, per_size: list, bounds: li
 def print_nccl_estimates(kind: str, estimates: list[NcclEstimate], cluster: ClusterSpec, gpus: int) -> None:
     """Rich table: size, NCCL's algorithm, protocol, channels, time and its terms, algbw, busbw."""
     version = estimates[0].version.value
-    table = Table(title=f"{kind} on {gpus} GPUs of {cluster.name}: NCCL {version} (its tuner's choice; NVLS "
-                  "all-reduce timed as its kernel runs)")
+    table = Table(title=f"{kind} on {gpus} GPUs of {cluster.name}: NCCL {version} (its tuner's choice; NVLS and "
+                  "Ring all-reduce timed as their kernels run)")
     for column in ("size", "algorithm", "protocol", "channels", "time", "latency term", "bandwidth term",
                    "algbw", "busbw"):
         table.add_column(column, justify="left" if column in ("algorithm", "protocol") else "right")
