@@ -24,6 +24,7 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_times
 from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
+from distcalc.analyze.tp_async import async_exposed_s
 from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
@@ -184,6 +185,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_ov = total(tp_e, lambda x: x.overlappable)
     window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
+    if o.tp_async_backward:  # NCCL collectives beside their GEMMs, partly hidden (analyze.tp_async)
+        tp_ov_exposed = np.minimum(tp_ov_exposed, async_exposed_s(tp_ov, window))
     if o.tp_comm_overlap and dense is not None:  # TE userbuffers: every SP collective beside its GEMM
         def one(kind: Comm) -> np.ndarray:
             return next(t for m, t, _ in tp_e if m.collective == kind and m.phase == Phase.FORWARD)

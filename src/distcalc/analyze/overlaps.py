@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
+from distcalc.analyze.tp_async import ASYNC_HIDDEN_FRACTION
 from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.parallel import ParallelConfig
 
@@ -43,11 +44,19 @@ def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:
             "its GEMM (ring exchange: (t-1)/t of it) and a pipelined ReduceScatter's last chunk, the GEMM slowed by "
             "the 1 or 16 SMs the kernels take", exposed)
     eff = options.tp_overlap_efficiency
+    if eff == 0 and options.tp_async_backward:
+        return OverlapAssumption(
+            "tp", "per-layer AllReduce / AllGather / ReduceScatter, forward and backward",
+            f"{100 * ASYNC_HIDDEN_FRACTION:.0f} % of the backward input-gradient AllReduce (SP: input re-gather and "
+            "input-gradient ReduceScatter) behind the GEMM of their layer; forward ones and the rest exposed",
+            "tp_async_backward: Megatron-LM / TransformerEngine launch them asynchronously through NCCL, which "
+            "slows the GEMM meanwhile (Lee et al. 2025 averages; analyze.tp_async)", exposed)
     hidden = (f"{100 * eff:.0f} % of the backward ones behind the backward GEMMs; forward ones exposed" if eff > 0
               else "nothing (critical path)")
     reason = ("tp_overlap_efficiency {:.2f}: TransformerEngine userbuffers (--tp-comm-overlap) pipeline them with "
               "the GEMMs".format(eff) if eff > 0 else
-              "tp_overlap_efficiency 0: without userbuffers NCCL competes with the GEMMs (Korthikanti 2022 Table 4)")
+              "tp_overlap_efficiency 0, tp_async_backward off: priced as synchronous (Megatron-LM SC21 code, "
+              "Megatron-DeepSpeed); --tp-async-backward for Megatron-LM since 2021-08 / TransformerEngine")
     return OverlapAssumption("tp", "per-layer AllReduce / AllGather / ReduceScatter, forward and backward", hidden,
                              reason, exposed)
 

@@ -71,6 +71,8 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
     tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP TP collective beside its GEMM")
+    tp_async_backward: bool = Field(False, description="backward TP collectives async through NCCL beside their "
+                                    "GEMMs, partly hidden (analyze.tp_async)")
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
     moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
     moe_load_imbalance: Optional[float] = Field(None, ge=1.0, le=64.0,
@@ -149,6 +151,7 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, tp_comm_overlap=request.tp_comm_overlap,
+                             tp_async_backward=request.tp_async_backward,
                              cp_algorithm=request.cp_algorithm,
                              moe_capacity_factor=request.moe_capacity_factor,
                              moe_load_imbalance=request.moe_load_imbalance,

@@ -99,7 +99,7 @@ from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES
 from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
-                                                         attention_kernel, attention_score_buffer, cross_entropy_kernel,
+                                                         async_tp_backward, attention_kernel, attention_score_buffer, cross_entropy_kernel,
                                                          elementwise_kernels, legacy_megatron, main_grad_dtype,
                                                          megatron_core, megatron_launched, moe_aux_loss,
                                                          moe_router_group_limited)
@@ -318,6 +318,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         overlap_grad_reduce=overlap, overlap_param_gather=overlap,
         tp_overlap_efficiency=1.0 if run.tp_comm_overlap == "per recipe" else 0.0,
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
+        tp_async_backward=async_tp_backward(run),  # NCCL backward TP collectives beside their GEMMs
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
         else ContextParallelAlgorithm.RING,

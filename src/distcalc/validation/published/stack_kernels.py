@@ -91,6 +91,24 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
 MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES = 4.0, 8.0
 
 
+#: Megatron stacks whose backward TP collectives are synchronous: the SC21 code (de7dc40f88, 2021-08-10) predates
+#: the asynchronous TP all-reduce (cf7efd4f5a, 2021-08-30); BigScience's Megatron-DeepSpeed fork's
+#: ColumnParallelLinear is ``copy_to_tensor_model_parallel_region`` + ``F.linear`` (``megatron/mpu/layers.py``)
+SYNCHRONOUS_TP_STACKS = ("SC21", "Megatron-DeepSpeed")
+
+
+def async_tp_backward(run: PublishedRun) -> bool:
+    """Whether the row's Megatron stack launches its backward TP collectives asynchronously beside a GEMM
+    (:mod:`distcalc.analyze.tp_async`): Megatron-LM since cf7efd4f5a (2021-08-30; with sequence parallelism
+    ``LinearWithGradAccumulationAndAsyncCommunication``, 9aad9203aa) and TransformerEngine's ``Linear`` /
+    ``LayerNormLinear`` backward (``async_op=True`` re-gather and ReduceScatter); not the stacks of
+    :data:`SYNCHRONOUS_TP_STACKS`, nor the PyTorch-native loops (no Megatron TP layers)."""
+    framework = run.framework
+    if any(name in framework for name in SYNCHRONOUS_TP_STACKS):
+        return False
+    return any(name in framework for name in ("Megatron", "megatron", "NeMo"))
+
+
 def megatron_launched(run: PublishedRun) -> bool:
     """Megatron-Core launched through Megatron-LM's own ``pretrain_*.py`` and argument defaults at a pinned
     commit (framework "Megatron-LM@<commit> (mcore …)"): the 1/(DP·CP) scaling before the reduce
