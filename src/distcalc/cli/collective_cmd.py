@@ -74,7 +74,7 @@ def collective_command(
                                               "calibrate`: replaces α and B with the values fitted for KIND."),
     cluster: ClusterOption = None,
     gpu: GpuOption = None,
-    nccl_version: str = typer.Option("2.20.5", "--nccl-version", help="--algorithm nccl: 2.18.5 or 2.20.5."),
+    nccl_version: str = typer.Option("2.20.5", "--nccl-version", help="--algorithm nccl: 2.18.5, 2.20.5 or 2.26.2."),
     nccl_algo: Optional[str] = typer.Option(None, "--nccl-algo", help="--algorithm nccl: allowed algorithms "
                                             "as NCCL_ALGO (ring,tree,nvls,nvls-tree,collnet-direct,collnet-chain)."),
     nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "

@@ -1,6 +1,6 @@
 """NCCL's tuning constants, per NCCL release, as data (re-expressed from NCCL's published source, not copied).
 
-Sources (github.com/NVIDIA/nccl, tags ``v2.18.5-1`` and ``v2.20.5-1``):
+Sources (github.com/NVIDIA/nccl, tags ``v2.18.5-1``, ``v2.20.5-1`` and ``v2.26.2-1``):
 
 * ``src/graph/tuning.cc``: ``baseLat`` (µs per algorithm × protocol), ``hwLat`` (µs per hop on NVLink, PCI,
   network), ``llMaxBws`` (LL bandwidth cap, GB/s), ``perChMaxRingLL128Bws``, ``perChMaxTreeLL128Bws``,
@@ -14,13 +14,25 @@ Sources (github.com/NVIDIA/nccl, tags ``v2.18.5-1`` and ``v2.20.5-1``):
   ×nRanks; CollNet 512), maximum threads per block (Simple 512, LL 512, LL128 640, NVLS/CollNet 640),
   ``MAXCHANNELS`` 32 (ring search limited to 16); ``src/transport/nvls.cc``: ``NCCL_NVLS_NCHANNELS`` 16.
 
+What 2.26.2 changes against 2.20.5 for the collectives modelled here (same files at ``v2.26.2-1``): ``baseLat``
+Tree/Simple 8.4 µs (was 0), ``hwLat`` Tree/Simple 4.0 µs on NVLink and PCI and 14 µs on the network (was 28 on
+each), NVLS and NVLS-Tree 25 µs on NVLink (was 23); Ring/LL bus bandwidth ×0.5 (was ×1/4, or ×1/3 for one-node
+AllGather/ReduceScatter/Broadcast) and Ring/LL128 ×0.92 at any GPUs per node (was 0.7 below two); Hopper's
+one-node LL cap 141 GB/s (was 87.7); the sm90 intra-node speeds gain 11 GB/s; a ring AllReduce counts
+2·(nNodes − 1) network steps (was 2·nNodes); NVLS-Tree's chunk starts at ``nvlsChunkSize``
+(``NCCL_NVLS_CHUNKSIZE``, 128 KiB; ``src/transport/nvls.cc``) instead of one Simple step (512 KiB); Tree runs 640
+threads (``NCCL_MAX_NTHREADS``) always; and ``src/enqueue.cc`` ``scheduleCollTasksToPlan`` splits an operation
+over channels in traffic cells of ``MinTrafficPerChannel`` = 16 KiB, not with 2.20.5's 4 KiB Simple alignment;
+its cost table offers NVLS AllGather/ReduceScatter only on one node of at most ``NCCL_MAX_NVLS_ARITY`` (32) ranks.
+PAT (2.23+, AllGather/ReduceScatter with one GPU per node) is not modelled: those cases are refused under 2.26.2.
+
 Units: µs for latencies and GB/s (1e9 B/s) for bandwidths, exactly as NCCL states them; the tuner converts.
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from distcalc.errors import AlgorithmError
 
@@ -57,6 +69,7 @@ class NcclVersion(str, enum.Enum):
 
     V2_18_5 = "2.18.5"
     V2_20_5 = "2.20.5"
+    V2_26_2 = "2.26.2"
 
 
 A, P = NcclAlgo, NcclProto
@@ -86,6 +99,20 @@ class NcclConstants:
     ring_fallback: bool  #: 2.20.5: a collective with nothing enabled falls back to Ring
     collnet_arity_latency_us: float  #: CollNet-Direct per-arity serialization (0.5 → 0.4 µs)
     nvls_even_channel_split: bool  #: 2.20.5 enqueue.cc splits NVLS work evenly over channels; 2.18.5 per loop
+    #: Ring/LL bus-bandwidth share: (multi-node or AllReduce/Reduce, otherwise); tuning.cc "model refinements".
+    ring_ll_share: tuple[float, float] = (1 / 4, 1 / 3)
+    ring_ll128_one_gpu_factor: float = 0.7  #: Ring/LL128 efficiency with < 2 GPUs per node (0.92 otherwise)
+    ll_max_bw_hopper_one_node: float = 87.7  #: llMaxBws[Hopper][1 node] (GB/s)
+    nvls_tree_start_chunk_bytes: int = (4 << 20) // 8  #: NVLS-Tree's first chunk: NVLS_TREE_START_CHUNK_BYTES
+    tree_max_threads: bool = False  #: 2.26.2 getAlgoInfo: "Tree now uses all threads always" (640)
+    #: 2.26.2 scheduleCollTasksToPlan: an operation fills channels in traffic cells of ≥ this many bytes of data
+    #: (MinTrafficPerChannel 16 KiB of traffic ÷ 2 traffic bytes per AllReduce byte); 0: 2.20.5's 4 KiB alignment.
+    channel_cell_bytes: int = 0
+    pat_not_modelled: bool = False  #: 2.23+ has PAT for AllGather/ReduceScatter at one GPU per node
+    #: Ring AllReduce network steps: 2.18.5/2.20.5 count 2·nNodes, 2.26.2 2·(nNodes − 1) (tuning.cc nInterSteps)
+    ring_allreduce_inter_steps_less_one: bool = False
+    #: 2.26.2 updateCollCostTable: NVLS AllGather/ReduceScatter on one node of ≤ NCCL_MAX_NVLS_ARITY ranks only
+    nvls_allgather_reducescatter_one_node: bool = False
 
 
 #: llMaxBws[generation or CPU][1 node / 2 nodes / >2 nodes] (GB/s); single node: GPU generation, else CPU.
@@ -114,6 +141,7 @@ PCI_BW = 12.0  #: topo.h PCI_BW: Ring/Simple uses 256 threads at or below this r
 MAX_CHANNELS = 32
 RING_SEARCH_MAX_CHANNELS = MAX_CHANNELS // 2
 NVLS_CHANNELS = 16  #: nvls.cc NCCL_NVLS_NCHANNELS default
+NVLS_MAX_ARITY = 32  #: device.h NCCL_MAX_NVLS_ARITY (v2.26.2-1)
 WARP_SIZE = 32
 #: enqueue.cc computeColl, NVLS: chunk ≤ 128 KiB; 2.20.5 across nodes: 32 KiB when NCCL's NVLS bandwidth < 150
 #: GB/s; then (multiple, smaller): chunk → smaller while nBytes < multiple × nChannels × nHeads × chunk.
@@ -149,6 +177,11 @@ _PCI_20 = _table({A.TREE: (1.0, 1.9, 28), A.RING: (1.0, 2.5, 5.7), A.COLLNET_DIR
 _NET_20 = _table({A.TREE: (5.0, 8.5, 28), A.RING: (2.7, 4.0, 14.0), A.COLLNET_DIRECT: (0, 0, 31),
                   A.COLLNET_CHAIN: (0, 0, 30), A.NVLS: (0, 0, 18), A.NVLS_TREE: (0, 0, 14)})
 
+#: 2.26.2 hwLat: 2.20.5's with Tree/Simple 4.0 µs on NVLink and PCI, 14 on the network; NVLS(-Tree) 25 on NVLink.
+_NVLINK_26 = {**_NVLINK_20, (A.TREE, P.SIMPLE): 4.0, (A.NVLS, P.SIMPLE): 25.0, (A.NVLS_TREE, P.SIMPLE): 25.0}
+_PCI_26 = {**_PCI_20, (A.TREE, P.SIMPLE): 4.0}
+_NET_26 = {**_NET_20, (A.TREE, P.SIMPLE): 14.0}
+
 _SPEEDS_INTRA = (40.0, 30.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0)
 _SPEEDS_INTER = (48.0, 30.0, 28.0, 24.0, 20.0, 18.0, 15.0, 12.0, 10.0, 9.0, 7.0, 6.0, 5.0, 4.0, 3.0, 2.4, 1.2,
                  0.24, 0.12)
@@ -183,6 +216,16 @@ CONSTANTS: dict[NcclVersion, NcclConstants] = {
         nvls_for_allgather_reducescatter=True, ring_fallback=True, collnet_arity_latency_us=0.4,
         nvls_even_channel_split=True),
 }
+#: 2.26.2: 2.20.5 with the changes the module docstring lists.
+CONSTANTS[NcclVersion.V2_26_2] = replace(
+    CONSTANTS[NcclVersion.V2_20_5], version=NcclVersion.V2_26_2,
+    base_latency_us=_table({A.TREE: (6.8, 14.0, 8.4), A.RING: (6.6, 14.0, 8.4), A.COLLNET_DIRECT: (0, 0, 0),
+                            A.COLLNET_CHAIN: (0, 0, 0), A.NVLS: (0, 0, 0), A.NVLS_TREE: (0, 0, 0)}),
+    hw_latency_us={NcclHw.NVLINK: _NVLINK_26, NcclHw.PCI: _PCI_26, NcclHw.NET: _NET_26},
+    speeds_intra_sm90=(60.0, 50.0, 40.0, 30.0, 24.0, 20.0, 15.0, 12.0, 11.0, 6.0, 3.0),
+    ring_ll_share=(0.5, 0.5), ring_ll128_one_gpu_factor=0.92, ll_max_bw_hopper_one_node=141.0,
+    nvls_tree_start_chunk_bytes=128 << 10, tree_max_threads=True, channel_cell_bytes=(16 << 10) // 2,
+    pat_not_modelled=True, ring_allreduce_inter_steps_less_one=True, nvls_allgather_reducescatter_one_node=True)
 DEFAULT_VERSION = NcclVersion.V2_20_5
 
 

@@ -16,6 +16,10 @@ of ``links × NVLINK_BW`` into an NVSwitch; rail NICs) the outcome is closed-for
 * **NVLS** (sm90 + NVSwitch only, and more than two GPUs in the node: ``src/transport/nvls.cc``
   ``ncclNvlsInit`` leaves NVLS off when ``gpuCount <= 2``, both releases): one channel per GPU of the node (the
   "head"); the head's port carries ``2s`` and every other GPU's ``s``, so ``(g + 1)·s ≤ L``.
+  2.20.x's ``ncclNvlsInit`` also returns early when ``comm->nNodes > 1``, but it runs before ``initTransportsRank``
+  counts the nodes (v2.20.5 ``src/init.cc``: ``ncclNvlsInit`` at line 1010, ``comm->nNodes++`` at line 1084, the
+  communicator zero-allocated), so that guard never fires and NVLS / NVLS-Tree stay available across nodes in
+  2.20.5 as in 2.18.5 (2.21 removed the guard); the graphs here follow what runs, not the guard.
 * NET nodes are removed when the communicator fits in one node (``ncclTopoTrimSystem``), so a single node
   uses the intra-node speed arrays and a multi-node communicator the inter-node ones.
 

@@ -51,8 +51,7 @@ import math
 from distcalc.collective.nccl_constants import (
     CONSTANTS, NVLS_CHUNK_SHRINK, NVLS_MAX_CHUNK_BYTES, NVLS_MULTINODE_SLOW_CHUNK_BYTES,
     NVLS_MULTINODE_SLOW_GBPS, NVLS_PEAK_ALGBW_8XH100_GBPS, NVLS_TREE_CHUNK_SHRINK, NVLS_TREE_MANY_NODES,
-    NVLS_TREE_MANY_NODES_CHUNK_BYTES, NVLS_TREE_START_CHUNK_BYTES, SIMPLE_CHANNEL_ALIGNMENT_BYTES, NcclAlgo, NcclHw,
-    NcclProto, NcclVersion,
+    NVLS_TREE_MANY_NODES_CHUNK_BYTES, SIMPLE_CHANNEL_ALIGNMENT_BYTES, NcclAlgo, NcclHw, NcclProto, NcclVersion,
 )
 
 #: enqueue.h NCCL_BYTES_ALIGNMENT (2.20.5): ``maxBytesPerChannel`` is rounded up to 16 bytes.
@@ -77,8 +76,9 @@ def nvls_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, hea
 
 
 def nvls_tree_chunk_bytes(version: NcclVersion, size_bytes: float, channels: int, heads: int, nodes: int) -> int:
-    """computeColl's NVLS-Tree chunk size (bytes) for an operation of ``size_bytes`` on ``nodes`` nodes."""
-    chunk = NVLS_TREE_START_CHUNK_BYTES
+    """computeColl's NVLS-Tree chunk size (bytes) for an operation of ``size_bytes`` on ``nodes`` nodes: from one
+    Simple step (``NVLS_TREE_START_CHUNK_BYTES``; 2.26.2: ``nvlsChunkSize``, 128 KiB), capped and shrunk."""
+    chunk = CONSTANTS[version].nvls_tree_start_chunk_bytes
     if version != NcclVersion.V2_18_5 and nodes >= NVLS_TREE_MANY_NODES:
         chunk = min(chunk, NVLS_TREE_MANY_NODES_CHUNK_BYTES)
     concurrent_ops = channels * heads
@@ -132,7 +132,13 @@ def channel_bytes(version: NcclVersion, size_bytes: float, channels: int, channe
     ``maxBytesPerChannel = ⌈nBytes / nChannels⌉₁₆``, ``workCount`` aligned to ``alignCount``), so channel 0
     carries ``min(nBytes, ⌈nBytes / nChannels⌉ rounded up to 4 KiB)``; 2.18.5 hands out ``nHeads × chunk`` per
     channel per loop from offset ``bid · nHeads · chunk`` (all_reduce.h), so a message below one loop runs on the
-    first channels only and channel 0 carries up to a full ``nHeads × chunk`` in every loop."""
+    first channels only and channel 0 carries up to a full ``nHeads × chunk`` in every loop. 2.26.2
+    (``scheduleCollTasksToPlan``) fills channels in cells of ``channel_cell_bytes`` (8 KiB of an AllReduce), each
+    channel taking ``⌈max(16 KiB, 2·nBytes / nChannels) / 16 KiB⌉`` cells of traffic, so channel 0 carries
+    ``min(nBytes, 8 KiB × max(1, ⌈nBytes / (8 KiB · nChannels)⌉))``."""
+    cell = CONSTANTS[version].channel_cell_bytes
+    if cell:
+        return min(size_bytes, cell * max(1, math.ceil(size_bytes / (cell * channels))))
     if CONSTANTS[version].nvls_even_channel_split:
         share = math.ceil(size_bytes / channels / BYTES_ALIGNMENT) * BYTES_ALIGNMENT
         return min(size_bytes, math.ceil(share / SIMPLE_CHANNEL_ALIGNMENT_BYTES) * SIMPLE_CHANNEL_ALIGNMENT_BYTES)

@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Iterable
 
 from distcalc.collective.nccl_constants import (
-    COLLNET_THREAD_THRESHOLD, CONSTANTS, LL_MAX_BW, MAX_THREADS, NET_OVERHEAD_US, NVLS_CHANNELS,
+    COLLNET_THREAD_THRESHOLD, CONSTANTS, LL_MAX_BW, MAX_THREADS, NET_OVERHEAD_US, NVLS_CHANNELS, NVLS_MAX_ARITY,
     NVLS_COLLNET_MAX_THREADS, PCI_BW, PER_CH_MAX_RING_LL128_BW, PER_CH_MAX_TREE_BW, PER_CH_MAX_TREE_LL128_BW,
     RING_PLATEAU_FACTOR, SIMPLE_NET_OVERHEAD_FACTOR, THREAD_THRESHOLD, TREE_CORRECTION, WARP_SIZE, NcclAlgo,
     NcclHw, NcclProto, NcclVersion,
@@ -121,12 +121,15 @@ def _bus_bandwidth(system: NcclSystem, version: NcclVersion, kind: CollectiveKin
         bw = min(graph.bw_intra_gbps, graph.bw_inter_gbps if nodes <= 2 else graph.bw_inter_gbps / 2)
     bus = graph.channels * bw
     ll_max = LL_MAX_BW[gen if nodes == 1 else system.cpu_vendor][n_index]
+    if nodes == 1 and gen == "hopper":
+        ll_max = c.ll_max_bw_hopper_one_node
     ppn = system.gpus_per_node
     if algo == A.RING and proto == P.LL:
-        share = 1 / 4 if (nodes > 1 or kind in (K.ALL_REDUCE, K.REDUCE)) else 1 / 3
+        share = c.ring_ll_share[0 if (nodes > 1 or kind in (K.ALL_REDUCE, K.REDUCE)) else 1]
         bus = min(ll_max, bus * share)
     if algo == A.RING and proto == P.LL128:
-        bus = min(bus * (0.7 if ppn < 2 else 0.92), graph.channels * PER_CH_MAX_RING_LL128_BW[gen][n_index])
+        bus = min(bus * (c.ring_ll128_one_gpu_factor if ppn < 2 else 0.92),
+                  graph.channels * PER_CH_MAX_RING_LL128_BW[gen][n_index])
     if algo == A.TREE:
         bus = min(bus * 0.92, graph.channels * PER_CH_MAX_TREE_BW[gen][n_index])
         if proto == P.LL:
@@ -168,6 +171,8 @@ def _latency_us(system: NcclSystem, version: NcclVersion, kind: CollectiveKind, 
     inter = c.hw_latency_us[NcclHw.NET][(algo, proto)]
     log_nodes = nodes.bit_length() - 1
     nsteps, n_inter = _steps(kind, ranks, nodes)
+    if kind == K.ALL_REDUCE and nodes > 1 and c.ring_allreduce_inter_steps_less_one:
+        n_inter = 2 * (nodes - 1)
     if algo == A.RING:
         hop = c.hw_latency_us[intra_hw if nodes == 1 else NcclHw.NET][(algo, proto)]
         if kind in (K.REDUCE, K.BROADCAST):
@@ -199,12 +204,19 @@ def tuning_table(system: NcclSystem, version: NcclVersion, kind: CollectiveKind,
     if kind not in TUNED_KINDS:
         raise AlgorithmError(f"NCCL's tuner prices {', '.join(k.value for k in TUNED_KINDS)}; "
                              f"{kind.value} is point-to-point in NCCL")
+    if (CONSTANTS[version].pat_not_modelled and kind in (K.REDUCE_SCATTER, K.ALL_GATHER)
+            and system.gpus_per_node == 1 and system.nodes > 1):
+        raise AlgorithmError(f"NCCL {version.value} runs {kind.value} with one GPU per node with PAT, which is not "
+                             "modelled: use 2.18.5 or 2.20.5, or more than one GPU per node")
     algo_set = set(algorithms) if algorithms else set(NcclAlgo)
     proto_set = set(protocols) if protocols else set(NcclProto)
     available = dict(graphs(system, version))
     if system.nodes == 1:
         available.pop(A.NVLS_TREE, None)
     elif not system.collnet:
+        available.pop(A.NVLS, None)
+    if (CONSTANTS[version].nvls_allgather_reducescatter_one_node and kind in (K.REDUCE_SCATTER, K.ALL_GATHER)
+            and (system.nodes > 1 or system.ranks > NVLS_MAX_ARITY)):
         available.pop(A.NVLS, None)
     table, ring_backup = [], []
     for algo, graph in available.items():
@@ -245,8 +257,8 @@ def model_time_us(system: NcclSystem, kind: CollectiveKind, entry: AlgoProtoCost
 
 
 def launched_channels(system: NcclSystem, entry: AlgoProtoCost, size_bytes: float, comm_channels: int,
-                      ring_bus_gbps: float) -> tuple[int, int]:
-    """getAlgoInfo's (channels, threads) for the chosen pair."""
+                      ring_bus_gbps: float, version: NcclVersion = NcclVersion.V2_20_5) -> tuple[int, int]:
+    """getAlgoInfo's (channels, threads) for the chosen pair (2.26.2: Tree always runs 640 threads)."""
     algo, proto = entry.algorithm, entry.protocol
     if algo in (A.NVLS, A.NVLS_TREE):
         return NVLS_CHANNELS, NVLS_COLLNET_MAX_THREADS
@@ -272,6 +284,8 @@ def launched_channels(system: NcclSystem, entry: AlgoProtoCost, size_bytes: floa
             break
     if proto == P.SIMPLE:
         threads += WARP_SIZE if algo == A.RING else 4 * WARP_SIZE
+    if algo == A.TREE and CONSTANTS[version].tree_max_threads:
+        return channels, NVLS_COLLNET_MAX_THREADS
     return channels, max(threads, 3 * WARP_SIZE)
 
 
@@ -294,7 +308,7 @@ def nccl_estimate(system: NcclSystem, kind: CollectiveKind | str, size_bytes: fl
     comm_channels = communicator_channels(system, ring)
     timed = [(entry, *model_time_us(system, kind, entry, size, comm_channels)) for entry in table]
     best, lat_us, bw_us = min(timed, key=lambda t: t[1] + t[2])
-    channels, threads = launched_channels(system, best, size, comm_channels, ring.bus_bw_gbps)
+    channels, threads = launched_channels(system, best, size, comm_channels, ring.bus_bw_gbps, version)
     if best.algorithm in (A.RING, A.TREE) and channels < comm_channels:
         bw_us *= comm_channels / channels
     candidates = tuple((e.algorithm, e.protocol, (la + bu) * US) for e, la, bu in timed)

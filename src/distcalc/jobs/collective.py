@@ -77,7 +77,7 @@ class CollectiveRequest(TopologyRequest):
 
     src: int = 0
     dst: int = 1
-    nccl_version: str = Field("2.20.5", description="--algorithm nccl: 2.18.5 or 2.20.5")
+    nccl_version: str = Field("2.20.5", description="--algorithm nccl: 2.18.5, 2.20.5 or 2.26.2")
     nccl_algo: Optional[str] = Field(None, description="--algorithm nccl: allowed algorithms as NCCL_ALGO")
     nccl_proto: Optional[str] = Field(None, description="--algorithm nccl: allowed protocols as NCCL_PROTO")
     collnet: bool = Field(False, description="--algorithm nccl: the fabric has SHARP (CollNet)")
