@@ -14,6 +14,7 @@ from distcalc.jobs.zero3 import Zero3Fields
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, MemoryReport, Recipe, memory_report
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
+from distcalc.memory.te_dummy_wgrad import DummyWgrad
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
 from distcalc.units import parse_size
@@ -55,6 +56,8 @@ class MemoryRequest(PipelineRequest, Zero3Fields):
     fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
     attention_score_buffer: bool = Field(False, description="non-flash attention keeps its scores in a persistent "
                                          "global buffer (Megatron-LM GlobalMemoryBuffer)")
+    te_dummy_wgrad: DummyWgrad = Field(DummyWgrad.NONE, description="Transformer Engine's cached dummy weight "
+                                       "gradients: none, linear (TE 2.3-2.9), linear-and-grouped (TE 2.10+)")
 
 
 def size_or_zero(text: str) -> int:
@@ -113,6 +116,7 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
                            zero_shard_size=request.fsdp_shard_size,
                             attention_score_buffer=request.attention_score_buffer,
+                            te_dummy_wgrad=request.te_dummy_wgrad,
                             deepspeed_zero3=request.deepspeed_zero3(config.pp) if config.zero_stage >= 3 else None)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 

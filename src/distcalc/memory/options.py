@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.memory.states import Recipe
+from distcalc.memory.te_dummy_wgrad import DummyWgrad
 from distcalc.units import MIB
 
 
@@ -42,6 +43,10 @@ class MemoryOptions(BaseModel):
       persistent per-process buffer (Megatron-LM's ``GlobalMemoryBuffer``,
       :func:`distcalc.memory.activations.attention_score_buffer_bytes`), held on top of the activations
       whenever flash attention is off; stacks that allocate the scores per call free them within the layer.
+    * ``te_dummy_wgrad`` ``none``: Transformer Engine 2.3+ with gradient-accumulation fusion keeps one cached
+      16-bit dummy weight gradient per distinct weight shape of its linears for the life of the process
+      (:mod:`distcalc.memory.te_dummy_wgrad`); ``linear`` (TE 2.3–2.9) or ``linear-and-grouped`` (2.10+, MoE
+      experts too) adds them as a persistent line.
     * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
       :func:`distcalc.analyze.options.moe_slot_factor`).
     """
@@ -62,5 +67,7 @@ class MemoryOptions(BaseModel):
                                                    "(None: zero3_prefetch_layers gathered layers)")
     attention_score_buffer: bool = Field(False, description="non-flash attention scores in a persistent "
                                          "global buffer (Megatron-LM GlobalMemoryBuffer)")
+    te_dummy_wgrad: DummyWgrad = Field(DummyWgrad.NONE, description="Transformer Engine's cached dummy weight "
+                                       "gradients (one per distinct linear weight shape)")
     moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
                                     "mean routed token (capacity factor, or dropless load imbalance)")

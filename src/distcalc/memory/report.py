@@ -65,6 +65,8 @@ class StageMemory(BaseModel):
     attention_buffer_bytes: float = Field(0.0, description="persistent non-flash attention-score buffer "
                                           "(MemoryOptions.attention_score_buffer)")
     activations_bytes: float
+    weight_gradient_dummies_bytes: float = Field(0.0, description="Transformer Engine's cached dummy weight "
+                                                 "gradients (MemoryOptions.te_dummy_wgrad)")
     communication_buffers_bytes: float
     cuda_context_bytes: float
     allocator_reserve_bytes: float

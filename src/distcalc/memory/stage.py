@@ -36,6 +36,7 @@ from distcalc.memory.activations import (
 from distcalc.model.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
+from distcalc.memory.te_dummy_wgrad import dummy_wgrad_bytes
 from distcalc.parallel import (
     Schedule, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
 )
@@ -46,6 +47,7 @@ STAGE_KEYS = (
     "optimizer_bytes", "model_states_bytes", "layer_model_states_bytes", "in_flight_micro_batches",
     "activations_per_layer_bytes", "layer_activations_bytes", "recompute_workspace_bytes",
     "embedding_activations_bytes", "output_activations_bytes", "loss_workspace_bytes", "attention_buffer_bytes", "activations_bytes",
+    "weight_gradient_dummies_bytes",
     "communication_buffers_bytes", "cuda_context_bytes", "allocator_reserve_bytes", "optimizer_step_buffers_bytes",
     "total_bytes",
 )
@@ -162,6 +164,7 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
         per_layer=stage_layer_acts / np.maximum(layers, 1.0),  # a valid stage holds >= 1 layer
         workspace=np.maximum(np.where(n_dense > 0, t["work_dense"], 0.0), np.where(n_moe > 0, t["work_moe"], 0.0)),
         comm=comm, context=np.full_like(comm, float(options.cuda_context_bytes)),
+        dummies=dummy_wgrad_bytes(dims, options.te_dummy_wgrad, n_dense, n_moe, t["tp"].astype(np.int64)),
     )
 
 
@@ -174,7 +177,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     per-layer activations (:func:`layer_activation_bytes`) summed over its layers (a unit holds the stage's
     average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
     logits and fp32 loss workspace (stage pp−1), + the persistent attention-score buffer of a non-flash stack
-    that keeps one (:func:`~distcalc.memory.activations.attention_score_buffer_bytes`, ``MemoryOptions``). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
+    that keeps one (:func:`~distcalc.memory.activations.attention_score_buffer_bytes`, ``MemoryOptions``). Transformer
+    Engine's cached dummy weight gradients (:mod:`distcalc.memory.te_dummy_wgrad`). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
     context, allocator reserve, the optimizer step's own tensors (:class:`MemoryOptions`).
     ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
 
@@ -222,7 +226,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     # ---- buffers and reserve
     comm, context = layer_terms["comm"], layer_terms["context"]
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
-    subtotal = weights + gradients + optimizer + activations + comm + context
+    dummies = layer_terms["dummies"]  # TE's cached dummy weight gradients (MemoryOptions.te_dummy_wgrad)
+    subtotal = weights + gradients + optimizer + activations + dummies + comm + context
     reserve = options.allocator_reserve_fraction * subtotal
     # the optimizer step's own tensors (MemoryOptions.step_*): per parameter of this GPU's optimizer shard, and a
     # gradient bucket; new segments of the reserved pool, after the activations were freed
@@ -239,6 +244,7 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
         "layer_activations_bytes": layer_acts, "recompute_workspace_bytes": workspace,
         "embedding_activations_bytes": embed_acts, "output_activations_bytes": output_acts,
         "loss_workspace_bytes": loss_ws, "attention_buffer_bytes": score_buffer, "activations_bytes": activations,
+        "weight_gradient_dummies_bytes": dummies,
         "communication_buffers_bytes": comm, "cuda_context_bytes": context,
         "allocator_reserve_bytes": reserve, "optimizer_step_buffers_bytes": step_buffers,
         "total_bytes": subtotal + reserve + step_buffers,

@@ -15,12 +15,13 @@ SEGMENTS = (
     ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
     ("loss workspace", ("loss_workspace_bytes",)),
     ("attention-score buffer", ("attention_buffer_bytes",)),  # shown when a stack has one
+    ("TE dummy weight grads", ("weight_gradient_dummies_bytes",)),  # shown when a stack has them
     ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
     ("allocator reserve", ("allocator_reserve_bytes",)),
     ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
 )
 #: Lines left out when they are zero on every stage shown.
-OPTIONAL_LINES = ("attention-score buffer", "optimizer-step buffers")
+OPTIONAL_LINES = ("attention-score buffer", "TE dummy weight grads", "optimizer-step buffers")
 
 
 def stage_lines(stages: Sequence[Any]) -> list[tuple[str, list[float]]]:

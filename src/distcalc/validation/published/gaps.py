@@ -135,21 +135,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "P2P, 1F1B does, and both are equally under); 1F1B-I rows are 2-6 points further under than 1F1B, as "
         "the paper's own Table 5 bubble rates over-predict 1F1B-I's speedup by 4.5-8.6 %; the fork overlaps "
         "1F1B-I's Send/Recv, which is priced blocking here"),
-    ("ZeroBubble_Qi2024_T4", "peak_memory"): (
-        "-5.7 % on average with the fp16 main_grad the fork keeps (2 B per parameter) and its non-flash "
-        "attention's persistent score buffer (Megatron GlobalMemoryBuffer, 2·b·a·s² B: 0.28 GiB at 1.5B, "
-        "0.09 GiB at 28.3B; before it -6.1 %): what is left is 0.6-4.9 GiB per row, about constant across "
-        "model sizes rather than proportional to a layer's activations (1F1B 1.6-2.7 GiB, 1F1B-I 2.8-4.1, "
-        "ZB-1p 1.2-2.7), so it is neither a missing per-layer term nor an in-flight count; the backward's "
-        "transient gradients (dropout backward's new score-sized tensor, at most ~0.4 GiB) and the optimizer's "
-        "fp32 gradient copies (alive together in step(), 4 B per parameter, but after the activations are "
-        "freed) do not reach it; the basis of the paper's 'Memory (GB)' is not stated: the same predictions "
-        "read against decimal GB (the fork's own memory prints divide by 1e6, zb_schedules.py) give 1.9 % mean "
-        "(+1.2 % signed), against the reserved basis 1.8 % (-0.7 %); the mapping keeps GiB allocated, as the "
-        "source does not say which"),
     ("FlagPerf_nvidia_llama3_8B-megatron", "peak_memory"): (
         "NCCL communicator buffers, dropout masks and Megatron-Core's process groups are counted on the "
         "nvidia-smi basis; what is left pulls both ways: TP-heavy A800 rows under (-12/-18 %) and PP 4/8 rows "
         "at TP 1 over (+16/+19 %), which no single in-flight micro-batch count fits together with the "
-        "baseline row; the FP8 rows come out 5.9 GiB above the BF16 rows where the table shows 2-3 GiB"),
+        "baseline row; the FP8 rows come out 5.9 GiB above the BF16 rows where the table shows 2-3 GiB; the "
+        "basis itself is loose: FlagPerf's monitor (training/nvidia/nvidia_monitor.py) samples nvidia-smi's "
+        "used memory of every GPU every 5 s, and the README's 'X/80' does not say which GPU or sample it "
+        "prints, so for the PP rows (stage 0 the predicted maximum, PP 8: 65.8 GiB on stage 0, 51.0 on stage 1) "
+        "the compared stage is an assumption"),
 }

@@ -72,7 +72,8 @@ Rules, column by column:
   a run that recomputes activations or gathers FSDP/ZeRO-3 units per layer carries GMLake's allocator
   fragmentation (only the reserved and nvidia-smi bases count it); every run holds the NCCL buffers of the
   communicators its TP/CP/DP/PP/EP layout needs on its cluster (:mod:`distcalc.memory.nccl_buffers`: channel
-  buffers per communicator, NVLS buffers on NVSwitch-SHARP nodes; only the nvidia-smi basis counts them).
+  buffers per communicator, NVLS buffers on NVSwitch-SHARP nodes; only the nvidia-smi basis counts them); a
+  stack on Transformer Engine 2.3+ (:data:`TE_OF_SOURCE`) keeps TE's cached dummy weight gradients.
 
 Megatron-DeepSpeed (the BLOOM sweep): :mod:`distcalc.validation.published.deepspeed` says which of its kernels and
 passes the rules above price, and what stays off and why.
@@ -89,6 +90,7 @@ from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
 from distcalc.memory.nccl_buffers import nccl_buffer_bytes
+from distcalc.memory.te_dummy_wgrad import te_dummy_wgrad_mode
 from distcalc.model import ModelSpec
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule, validate_for_model
 from distcalc.software import MainGradDtype
@@ -110,6 +112,13 @@ CUDA_OF_SOURCE: dict[str, tuple[int, int]] = {
     # BigScience tr11 (BLOOM model card, "Software": PyTorch 1.11 w/ CUDA 11.5); the 2022-02-21 sweep predates
     # CUDA 11.7 (May 2022), the first release with lazy module loading, in any case
     "BLOOM_prequel_sweep_2022-02-21": (11, 5),
+}
+
+# Transformer Engine release of a source's stack, where the source states it (memory: TE's cached dummy weight
+# gradients, distcalc.memory.te_dummy_wgrad; the stack fuses weight-gradient accumulation, Megatron's default)
+TE_OF_SOURCE: dict[str, tuple[int, int]] = {
+    # MooreThreads/SimuMax@4dcaae5 docs/b200/b200_real_repro_guide.md: "TransformerEngine: 2.11.0+c188b533"
+    "SimuMax_B200_v1.2_2026": (2, 11),
 }
 
 # Sources whose runs kept Megatron-LM's dropout defaults (``--hidden-dropout`` and ``--attention-dropout`` 0.1;
@@ -300,7 +309,8 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run),
                            attention_score_buffer=attention_score_buffer(run)),
         sixteen_bit_main_grad=main_grad_dtype(run) is MainGradDtype.FP16,
-    ).model_copy(update=bridge_memory_updates(run))
+    ).model_copy(update={**bridge_memory_updates(run),
+                         "te_dummy_wgrad": te_dummy_wgrad_mode(TE_OF_SOURCE.get(run.source))})
 
 
 def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions:
