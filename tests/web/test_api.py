@@ -212,7 +212,7 @@ def test_schema_error_message_equals_the_cli_reading_the_same_value_from_config(
 def test_memory_lines_are_the_cli_segments_and_sum_to_each_stage_total(server):
     """The page draws memory bars from /api/memory-lines: the same labelled lines as ``distcalc memory``, and
     their fields add up to every stage's total (a line missing from the page would leave a gap in the bar)."""
-    from distcalc.render.memory_lines import SEGMENTS
+    from distcalc.memory.lines import SEGMENTS
 
     with urllib.request.urlopen(server + "/api/memory-lines") as response:
         lines = json.loads(response.read())["lines"]

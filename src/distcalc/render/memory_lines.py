@@ -1,27 +1,13 @@
-"""The lines of a per-GPU memory breakdown: which :class:`distcalc.memory.StageMemory` fields each labelled line
-sums. The ``memory`` table's rows and the ``memory --plot`` bar segments are these, in this order."""
+"""The lines of a per-GPU memory breakdown as the ``memory`` table's rows and the ``memory --plot`` bar segments
+show them: :data:`distcalc.memory.lines.SEGMENTS`, in that order, optional lines left out when zero."""
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-#: (label, stage fields summed), bottom to top of the bar and top to bottom of the table
-SEGMENTS = (
-    ("weights", ("weights_bytes",)),
-    ("gradients", ("gradients_bytes",)),
-    ("optimizer", ("optimizer_bytes",)),
-    ("layer activations", ("layer_activations_bytes",)),
-    ("recompute workspace", ("recompute_workspace_bytes",)),
-    ("embedding/output acts", ("embedding_activations_bytes", "output_activations_bytes")),
-    ("loss workspace", ("loss_workspace_bytes",)),
-    ("attention-score buffer", ("attention_buffer_bytes",)),  # shown when a stack has one
-    ("TE dummy weight grads", ("weight_gradient_dummies_bytes",)),  # shown when a stack has them
-    ("buffers + CUDA context", ("communication_buffers_bytes", "cuda_context_bytes")),
-    ("allocator reserve", ("allocator_reserve_bytes",)),
-    ("optimizer-step buffers", ("optimizer_step_buffers_bytes",)),  # shown when a stack has them
-)
-#: Lines left out when they are zero on every stage shown.
-OPTIONAL_LINES = ("attention-score buffer", "TE dummy weight grads", "optimizer-step buffers")
+from distcalc.memory.lines import OPTIONAL_LINES, SEGMENTS
+
+__all__ = ["OPTIONAL_LINES", "SEGMENTS", "stage_lines"]
 
 
 def stage_lines(stages: Sequence[Any]) -> list[tuple[str, list[float]]]:

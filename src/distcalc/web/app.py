@@ -22,7 +22,7 @@ from distcalc.jobs.nccl import is_nccl, nccl_json, run_nccl
 from distcalc.jobs.presets import presets_payload
 from distcalc.jobs.search import SearchRequest, run_search, search_payload
 from distcalc.jobs.simulate import SimulateRequest, run_simulate, simulate_payload
-from distcalc.render.memory_lines import SEGMENTS
+from distcalc.memory.lines import SEGMENTS
 from distcalc.units import parse_size_range
 from distcalc.web import limits
 from distcalc.web.body_limit import BodyLimit

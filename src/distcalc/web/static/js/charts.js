@@ -20,7 +20,7 @@ export function memoryChart(mem, lines) {
       const bytes = fields.reduce((a, f) => a + st[f], 0);
       if (bytes <= 0) return;
       const y0 = y((base + bytes) / GIB), h = y(base / GIB) - y0;
-      parts += `<rect ${attrs({ x, y: y0, width: bw, height: h, fill: PALETTE[k], "data-segment": label,
+      parts += `<rect ${attrs({ x, y: y0, width: bw, height: h, fill: PALETTE[k % PALETTE.length], "data-segment": label,
         "data-bytes": bytes })}><title>stage ${st.stage} ${label}: ${fmtSize(bytes)}</title></rect>`;
       base += bytes;
     });
@@ -37,7 +37,7 @@ export function memoryChart(mem, lines) {
       `<text x="${W - right + 4}" y="${yc - 2}">${esc(mem.gpu.name)}</text>` +
       `<text x="${W - right + 4}" y="${yc + 11}">${fmtSize(capacity)}</text>`;
   }
-  body += legend(lines.map(({ label }, k) => [label, PALETTE[k]]), left, 12, 3, 150);
+  body += legend(lines.map(({ label }, k) => [label, PALETTE[k % PALETTE.length]]), left, 12, 3, 150);
   return frame(W, H, body);
 }
 

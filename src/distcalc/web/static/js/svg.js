@@ -2,7 +2,7 @@
 import { esc } from "./format.js";
 
 export const PALETTE = ["#2b6cb0", "#dd6b20", "#38a169", "#805ad5", "#d53f8c", "#319795", "#d69e2e",
-  "#718096", "#e53e3e", "#4a5568", "#9f7aea"];
+  "#718096", "#e53e3e", "#4a5568", "#9f7aea", "#b7791f"];
 
 export function attrs(map) {
   return Object.entries(map).map(([k, v]) => `${k}="${esc(v)}"`).join(" ");
