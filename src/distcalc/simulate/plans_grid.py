@@ -12,6 +12,7 @@ import numpy as np
 
 from distcalc.collective.pipelined_tree import chain_dbt_trees
 from distcalc.simulate import alltoall, tree
+from distcalc.simulate.budget import BYTES_PER_TRANSFER, memory_budget_bytes
 from distcalc.simulate.plans_flat import Plan, all_reduce, chain_plan, ring_plan, ring_topology_plan, shards
 from distcalc.simulate.ring import RingMode, reduce_scatter_rows
 from distcalc.simulate.schedule import Op, Rows, concat, sequence
@@ -87,6 +88,12 @@ def grid_plan(kind: str, algorithm: str, shape: tuple[int, ...], wrap: bool, has
                 rows, parts = alltoall.grid_rows(shape, wrap, synchronous, staged=True)
                 plans.append(Plan(rows, n * n * parts, notes={"phase_synchronous": synchronous,
                                                               "distance_staged": True}))
+        # unequal axes: every block's moves spread over all Σ hops_i steps reach T05/T09/T13 (the others do
+        # not); S parts per block, so only where its rows fit the simulator's memory budget
+        if len(set(shape[a] for a in axes)) > 1 and (alltoall.slot_rotated_transfers(shape, wrap)
+                                                     * BYTES_PER_TRANSFER <= memory_budget_bytes()):
+            rows, parts = alltoall.slot_rotated_rows(shape, wrap)
+            plans.append(Plan(rows, n * n * parts, notes={"slot_rotated": True}))
         return plans[0] if pick is None else pick(plans)
     raise KeyError((kind, algorithm))
 
