@@ -85,3 +85,16 @@ def test_busiest_link_carries_the_same_bytes_on_every_step(kind, shape):
         timed = time_routed(schedule, topo, mode)
         assert timed.time_s == pytest.approx(analytic.time_s, rel=REL)
         assert timed.latency_term_s == pytest.approx(steps * ALPHA, rel=REL)
+
+
+def test_not_built_beyond_the_memory_budget(monkeypatch):
+    """Where its S-fold rows would not fit, the older k-part schedules run (checked as measured: above T09)."""
+    import distcalc.simulate.plans_grid as plans_grid
+
+    topo = make_topology("mesh", 8, shape=(4, 2), bandwidth_bytes_per_s=BW, latency_s=ALPHA)
+    fits = simulate("all-to-all", float(1 << 20), topo, "direct", mode="event")
+    assert fits.schedule.notes.get("slot_rotated")
+    monkeypatch.setattr(plans_grid, "memory_budget_bytes", lambda: slot_rotated_transfers((4, 2), False) * 199)
+    result = simulate("all-to-all", float(1 << 20), topo, "direct", mode="event")
+    assert result.verified and not result.schedule.notes.get("slot_rotated")
+    assert result.time_s > fits.time_s * (1 + 1e-3)
