@@ -158,3 +158,87 @@ def staged_line_load(n: int) -> int:
     Dally & Towles, *Principles and Practices of Interconnection Networks*, 2004, §3.3 (channel load of a
     uniform traffic pattern)."""
     return sum(min(d, n - d) for d in range(1, n))
+
+
+
+def slot_rotated_transfers(shape: tuple[int, ...], wrap: bool) -> int:
+    """Rows of :func:`slot_rotated_rows`, counted without building them: S parts of every block (of every
+    half), each making the block's moves. From one source, N/n_a destinations lie at every axis-a offset x;
+    a torus block makes min(x, n_a − x) hops along a, a mesh block one cut-through move where x ≠ 0."""
+    axes = [a for a, size in enumerate(shape) if size > 1]
+    n = int(np.prod(shape))
+    halves = 2 if wrap and any(shape[a] % 2 == 0 and shape[a] > 2 for a in axes) else 1
+    slots = max(sum(shape[a] // 2 if wrap and shape[a] >= 3 else shape[a] - 1 for a in axes), 1)
+    moves = 0
+    for a in axes:
+        size = shape[a]
+        x = np.arange(size)
+        per_source = int(np.minimum(x, size - x).sum()) if wrap else size - 1
+        moves += n * (n // size) * per_source
+    return moves * halves * slots
+
+
+def slot_rotated_rows(shape: tuple[int, ...], wrap: bool) -> tuple[Rows, int]:
+    """Shortest-path All-to-All whose moves are spread evenly over S = Σ_i hops_i steps (torus hops_i =
+    ⌊n_i/2⌋, mesh n_i − 1; rank = x0 + n0·(x1 + …)), in S parts per block.
+
+    A block's move string has one symbol per step: on a torus its hops (h_a along axis a, one direction;
+    the antipodal distance of an even axis split in halves, one each way), axes in order, padded with idle
+    steps to length S; on a mesh the labels (a, d), d = 1 … n_a − 1, of every axis's distance-staged line
+    phase (:func:`staged_line_load`: a piece at distance d along a is sent once, cut-through, at label
+    (a, d)). Part r runs the string rotated by r. Any order of the moves is a shortest route to the same GPU
+    (the hops commute), so every part arrives in S steps; over the S parts every symbol falls on every step
+    once, so each step carries 1/S of every symbol's load:
+
+    * torus (vertex-transitive: summed over sources, the k-th axis-a hop of a block type crosses every
+      axis-a link once): every link of axis a carries L_a/S of its load on every step;
+    * mesh: for any other axis b a piece sits on the line of its destination's b coordinate if its (b, d_b)
+      label came earlier and of its source's otherwise, and d_b = |x_b − c_b| picks exactly one of the two
+      for every x_b, so every line of axis a carries at label (a, d) the staged pattern of one phase: its
+      middle link carries L_a/S on every step, the other links less.
+
+    The busiest link is busy on every step with the same bytes, so the schedule takes α·S + max_a L_a·M/B
+    in both timing modes: spec T05/T13 (torus) and T09 (mesh), the bisection bound, exactly. Source: [D];
+    the rotation of the dimension order is the dimension-concurrent split (scaling-book sharding.md) taken
+    to the step level."""
+    axes = [a for a, size in enumerate(shape) if size > 1]
+    n = int(np.prod(shape))
+    halves = 2 if wrap and any(shape[a] % 2 == 0 and shape[a] > 2 for a in axes) else 1
+    hops_max = [shape[a] // 2 if wrap and shape[a] >= 3 else shape[a] - 1 for a in axes]
+    slots = max(sum(hops_max), 1)
+    parts = slots * halves
+    i, j = np.nonzero(~np.eye(n, dtype=bool))
+    coords_of = np.array(np.unravel_index(np.arange(n), shape[::-1]))[::-1]  # (ndim, N): x0 first
+    strides = np.cumprod((1,) + tuple(shape[:-1]))[:, None]
+    # the labels of the string: (axis position, distance) on a mesh; (axis position, −1: any hop) on a torus
+    label_axis = np.repeat(np.arange(len(axes)), hops_max)
+    label_distance = np.concatenate([np.arange(1, h + 1) for h in hops_max]) if axes else np.zeros(0, int)
+    out = []
+    for half in range(halves):
+        step_dir = np.zeros((len(axes), i.size), dtype=np.int64)
+        hops = np.zeros((len(axes), i.size), dtype=np.int64)
+        for pos, a in enumerate(axes):
+            size = shape[a]
+            fwd = (coords_of[a, j] - coords_of[a, i]) % size if wrap else coords_of[a, j] - coords_of[a, i]
+            if wrap:
+                cw = (2 * fwd < size) | ((2 * fwd == size) & (half == 0))
+                step_dir[pos], hops[pos] = np.where(cw, 1, -1), np.where(cw, fwd, size - fwd)
+            else:
+                step_dir[pos], hops[pos] = np.sign(fwd), np.abs(fwd)
+        # torus: the block's k-th hop symbol along an axis is the label of that axis with distance ≤ its hops
+        for r in range(slots):
+            position = coords_of[:, i].copy()
+            chunk = (i * n + j) * parts + half * slots + r
+            for s in range(slots):
+                label = (s + r) % slots
+                pos, d = int(label_axis[label]), int(label_distance[label])
+                axis = axes[pos]
+                moving = np.flatnonzero(hops[pos] >= d if wrap else hops[pos] == d)
+                frm = (position[:, moving] * strides).sum(axis=0)
+                if wrap:  # one hop
+                    position[axis, moving] = (position[axis, moving] + step_dir[pos, moving]) % shape[axis]
+                else:  # cut-through to the destination's coordinate
+                    position[axis, moving] = coords_of[axis, j[moving]]
+                to = (position[:, moving] * strides).sum(axis=0)
+                out.append(Rows.of(s, frm, to, chunk[moving], Op.COPY))
+    return concat(*out), parts

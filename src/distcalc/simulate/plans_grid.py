@@ -12,6 +12,7 @@ import numpy as np
 
 from distcalc.collective.pipelined_tree import chain_dbt_trees
 from distcalc.simulate import alltoall, tree
+from distcalc.simulate.budget import BYTES_PER_TRANSFER, memory_budget_bytes
 from distcalc.simulate.plans_flat import Plan, all_reduce, chain_plan, ring_plan, ring_topology_plan, shards
 from distcalc.simulate.ring import RingMode, reduce_scatter_rows
 from distcalc.simulate.schedule import Op, Rows, concat, sequence
@@ -50,7 +51,8 @@ def axes_by_bandwidth(shape: tuple[int, ...], wrap: bool) -> list[int]:
 def grid_plan(kind: str, algorithm: str, shape: tuple[int, ...], wrap: bool, has_cycle: bool, segments: int,
               pick=None) -> Plan:
     """Every (collective, algorithm) of a torus (``wrap``) or mesh of ``shape``. ``pick(plans)`` chooses
-    among equivalent candidate plans (the dimension-concurrent base orders)."""
+    among equivalent candidate plans (the dimension-concurrent base orders; All-to-All's schedules, the last
+    of them a function that builds it)."""
     n = int(np.prod(shape))
     axes = [a for a, size in enumerate(shape) if size > 1]
     one_ring = ("ring", "bidirectional-ring", "bucket", "mirrored-halving", "swing")
@@ -87,6 +89,15 @@ def grid_plan(kind: str, algorithm: str, shape: tuple[int, ...], wrap: bool, has
                 rows, parts = alltoall.grid_rows(shape, wrap, synchronous, staged=True)
                 plans.append(Plan(rows, n * n * parts, notes={"phase_synchronous": synchronous,
                                                               "distance_staged": True}))
+        # unequal axes: every block's moves spread over all Σ hops_i steps reach T05/T09/T13 where the others
+        # do not; S parts per block, so built last, only if ``pick`` gets that far (a function) and only where
+        # its rows fit the simulator's memory budget
+        if len(set(shape[a] for a in axes)) > 1 and (alltoall.slot_rotated_transfers(shape, wrap)
+                                                     * BYTES_PER_TRANSFER <= memory_budget_bytes()):
+            def slot_rotated() -> Plan:
+                rows, parts = alltoall.slot_rotated_rows(shape, wrap)
+                return Plan(rows, n * n * parts, notes={"slot_rotated": True})
+            plans.append(slot_rotated)
         return plans[0] if pick is None else pick(plans)
     raise KeyError((kind, algorithm))
 
