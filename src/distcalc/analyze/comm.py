@@ -181,7 +181,7 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
     :func:`distcalc.placement.effective_time_elementwise_s` call per (kind, :func:`cost_signature`) on the
     concatenated sizes (elementwise, so each element gets the same float64 operations as alone)."""
     cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[tuple]]] = {}
-    calibration = getattr(cluster, "calibration", None)
+    calibration = cluster.calibration if isinstance(cluster, CalibratedCluster) else None
     bounds = segment_bounds(calibration) if calibration is not None else None
     calibrated: dict = {}
     masks: list[list[np.ndarray]] = []
