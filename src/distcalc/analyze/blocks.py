@@ -391,6 +391,11 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
 def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tuple[int, ...]) -> dict[str, Any]:
     """Evaluate ``block`` on the distinct rows of ``key`` and broadcast the array results back to ``shape``."""
     first, inverse = dedupe([c[k] for k in key])
+    if inverse.size == 1 and shape == (1,) and all(np.shape(v) == (1,) for v in c.values()):
+        # one configuration (analyze): it is its own row, so the block takes the columns as they are and each
+        # result is copied once into a float64 array of one element (what taking row 0 gives, for less)
+        return {k: (v if k.startswith("_") else np.array(v, dtype=float).reshape(shape))
+                for k, v in block(c).items()}
     sub = block(_sub(c, first))
     n = first.shape
     return {k: (v if k.startswith("_") else float_of_shape(v, n)[inverse].reshape(shape))
