@@ -77,6 +77,8 @@ def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np
     names = list(columns)
     flat = {k: np.asarray(v).reshape(-1) for k, v in columns.items()}
     n = next(iter(flat.values())).size
+    if n == 1:  # one configuration (analyze): one row, nothing varies
+        return {k: flat[k].astype(np.int64) for k in names}, np.zeros(1, dtype=np.intp)
     varying, lows, spans = [], [], []
     for k in names:
         col = flat[k]

@@ -180,7 +180,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
     Without a calibration the messages of one collective kind are priced together: one
     :func:`distcalc.placement.effective_time_elementwise_s` call per (kind, :func:`cost_signature`) on the
     concatenated sizes (elementwise, so each element gets the same float64 operations as alone)."""
-    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[tuple]]] = {}
+    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[int]]] = {}
+    signatures: dict[tuple, int] = {}  # each distinct cost signature numbered once (hashed per group, not per message)
     calibration = cluster.calibration if isinstance(cluster, CalibratedCluster) else None
     bounds = segment_bounds(calibration) if calibration is not None else None
     calibrated: dict = {}
@@ -190,7 +191,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         if message.dim not in cache:
             inverse, groups = placements(cluster, message.dim, keys[message.dim], memo)
             cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))],
-                                  [cost_signature(placement) for placement in groups])
+                                  [signatures.setdefault(cost_signature(placement), len(signatures))
+                                   for placement in groups])
         _, groups, in_group, _ = cache[message.dim]
         sizes = float_of_shape(message.size_bytes, shape)
         active = float_of_shape(message.count, shape) > 0
