@@ -196,7 +196,8 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         _, groups, in_group, _ = cache[message.dim]
         sizes = float_of_shape(message.size_bytes, shape)
         active = float_of_shape(message.count, shape) > 0
-        masks.append([g & active for g in in_group])
+        # one group (one configuration, or all on the same group): everyone is in it, the mask is ``active``
+        masks.append([active] if len(in_group) == 1 else [g & active for g in in_group])
         prepared.append(sizes)
     times_out = [np.zeros(shape) for _ in messages]
     algorithms: list[list[str]] = [[] for _ in messages]
