@@ -4,6 +4,10 @@
   median of ``--repeat`` calls after a warm-up call (presets loaded, caches filled). Printed with the ratio
   against the 4 ms that issue "One schema, typed terms…" measured before any work on it, and with the
   fastest call and the mean CPU time per call (the steadier figures on a shared machine).
+  Repeating one configuration lets anything cached on that configuration answer every call after the
+  first, so a second figure cycles through :data:`CYCLE` — 24 different configurations of the same model
+  and cluster (tp, pp, dp, micro-batch, sequence length, recompute, schedule all varying) — and reports the
+  same three figures over ``--repeat`` calls taken in turn from that list.
 * start-up: ``distcalc --help``, ``distcalc analyze --help`` and ``distcalc analyze`` (the built-in example:
   imports, one evaluation, the tables) wall time and the child's CPU time (medians of ``--runs``
   subprocess runs; the CPU time is the steadier figure on a shared machine), against the import time of
@@ -51,6 +55,44 @@ DEPENDENCIES_AS_USED = (DEPENDENCIES + ", rich.console, rich.table, rich.panel\n
                         "from pydantic import BaseModel\nclass First(BaseModel):\n    x: int = 1")
 
 
+#: (tp, pp, micro_batch, seq_len, recompute, vpp) of the cycling figure: 64 GPUs, dp = 64 / (tp·pp),
+#: global batch 256, Llama-3-70B (80 layers) on DGX H100
+CYCLE: tuple[tuple[int, int, int, int, str, int], ...] = (
+    (8, 2, 1, 8192, "none", 1), (8, 4, 1, 4096, "selective", 1), (4, 2, 2, 4096, "full", 1),
+    (4, 4, 1, 8192, "selective", 2), (8, 1, 1, 2048, "full", 1), (2, 4, 1, 4096, "full", 1),
+    (8, 8, 1, 8192, "none", 1), (4, 8, 2, 2048, "selective", 1), (8, 2, 2, 2048, "selective", 5),
+    (2, 8, 1, 8192, "full", 1), (8, 4, 2, 8192, "full", 2), (4, 1, 1, 4096, "full", 1),
+    (8, 2, 4, 4096, "selective", 1), (4, 4, 4, 2048, "none", 1), (8, 8, 2, 4096, "selective", 1),
+    (2, 2, 1, 2048, "full", 1), (8, 1, 2, 4096, "selective", 1), (4, 2, 1, 8192, "selective", 4),
+    (8, 4, 4, 2048, "none", 1), (4, 8, 1, 4096, "full", 1), (8, 2, 1, 16384, "full", 1),
+    (2, 4, 2, 2048, "selective", 1), (4, 4, 2, 8192, "full", 1), (8, 8, 4, 2048, "selective", 5),
+)
+
+
+def cycle_configs() -> list[ParallelConfig]:
+    """The :data:`CYCLE` configurations (distinct; each valid for Llama-3-70B on 64 GPUs)."""
+    return [ParallelConfig(gpus=64, tp=tp, pp=pp, micro_batch=mb, global_batch=256, seq_len=s, recompute=rec,
+                           vpp=vpp, sequence_parallel=True, distributed_optimizer=True,
+                           **({"schedule": "interleaved"} if vpp > 1 else {}))
+            for tp, pp, mb, s, rec, vpp in CYCLE]
+
+
+def timed_ms(configs: list[ParallelConfig], repeat: int) -> tuple[float, float, float]:
+    """(median wall, fastest wall, mean CPU) milliseconds of one ``analyze`` call over ``repeat`` calls that
+    take ``configs`` in turn, after one untimed call of each."""
+    for config in configs:
+        analyze("llama3-70b", "dgx-h100", config)
+    samples = []
+    cpu_start = time.process_time()
+    for i in range(repeat):
+        config = configs[i % len(configs)]
+        start = time.perf_counter()
+        analyze("llama3-70b", "dgx-h100", config)
+        samples.append(time.perf_counter() - start)
+    cpu = (time.process_time() - cpu_start) / repeat
+    return 1e3 * statistics.median(samples), 1e3 * min(samples), 1e3 * cpu
+
+
 def analyze_ms(repeat: int) -> float:
     return analyze_times_ms(repeat)[0]
 
@@ -60,15 +102,7 @@ def analyze_times_ms(repeat: int) -> tuple[float, float, float]:
     median wall time counts the waits for a core; the fastest call and the CPU time do not."""
     config = ParallelConfig(gpus=64, tp=8, pp=2, micro_batch=1, global_batch=256, seq_len=8192,
                             sequence_parallel=True, distributed_optimizer=True)
-    analyze("llama3-70b", "dgx-h100", config)
-    samples = []
-    cpu_start = time.process_time()
-    for _ in range(repeat):
-        start = time.perf_counter()
-        analyze("llama3-70b", "dgx-h100", config)
-        samples.append(time.perf_counter() - start)
-    cpu = (time.process_time() - cpu_start) / repeat
-    return 1e3 * statistics.median(samples), 1e3 * min(samples), 1e3 * cpu
+    return timed_ms([config], repeat)
 
 
 def child_environment(cache_dir: str | None) -> dict[str, str]:
@@ -124,6 +158,7 @@ def main() -> None:
     parser.add_argument("--recompile", action="store_true",
                         help="no bytecode cache: every run compiles distcalc's sources (what PYTHONDONTWRITEBYTECODE "
                              "does to a source checkout)")
+    parser.add_argument("--analyze-only", action="store_true", help="the analyze figures only, no start-up")
     parser.add_argument("--instructions", action="store_true",
                         help="also count each start-up's instructions (callgrind; needs valgrind)")
     args = parser.parse_args()
@@ -134,6 +169,12 @@ def main() -> None:
           f"{BEFORE_MS / ms:.2f}x vs {BEFORE_MS:.1f} ms before; target <= 0.5 ms")
     print(f"  fastest call {fastest:.3f} ms ({BEFORE_MS / fastest:.2f}x); CPU time {cpu:.3f} ms per call "
           f"({BEFORE_MS / cpu:.2f}x)")
+    ms, fastest, cpu = timed_ms(cycle_configs(), args.repeat)
+    print(f"analyze cycling {len(CYCLE)} configurations (same model and cluster): {ms:.3f} ms per call (median of "
+          f"{args.repeat}; {BEFORE_MS / ms:.2f}x); fastest {fastest:.3f} ms; CPU time {cpu:.3f} ms per call "
+          f"({BEFORE_MS / cpu:.2f}x)")
+    if args.analyze_only:
+        return
     commands = {"deps": [sys.executable, "-c", DEPENDENCIES], "used": [sys.executable, "-c", DEPENDENCIES_AS_USED]}
     for argv in ([DISTCALC, "--help"], [DISTCALC, "analyze", "--help"], [DISTCALC, "analyze"]):
         commands[" ".join(Path(argv[0]).name.split() + argv[1:])] = argv

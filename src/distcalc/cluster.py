@@ -12,6 +12,7 @@ same dimension that crosses nodes at the same time; rail-optimised fabric, full 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -120,11 +121,14 @@ def load_link(name: str | dict[str, Any]) -> LinkSpec:
     )
 
 
+@lru_cache(maxsize=128)
 def load_cluster(name: str, *, gpu: str | None = None, intra_bandwidth_bytes_per_s: float | None = None,
                  intra_latency_s: float | None = None, inter_bandwidth_bytes_per_s: float | None = None,
                  inter_latency_s: float | None = None, gpus_per_node: int | None = None) -> ClusterSpec:
     """The cluster preset ``name`` with optional overrides (the CLI's ``--gpu``, ``--intra-bandwidth``,
-    ``--intra-latency``, ``--inter-bandwidth`` (per NIC), ``--inter-latency``, ``--gpus-per-node``)."""
+    ``--intra-latency``, ``--inter-bandwidth`` (per NIC), ``--inter-latency``, ``--gpus-per-node``).
+    The presets are parsed once per process and a :class:`ClusterSpec` is frozen, so each (name, overrides)
+    is built once (bounded cache) and the same spec returned after."""
     key, entry = preset_entry("clusters.yaml", "cluster", name)
     return cluster_from_entry(key, entry, gpu=gpu, intra_bandwidth_bytes_per_s=intra_bandwidth_bytes_per_s,
                               intra_latency_s=intra_latency_s, inter_bandwidth_bytes_per_s=inter_bandwidth_bytes_per_s,

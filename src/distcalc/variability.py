@@ -65,6 +65,8 @@ def slowest_gpu_factor(gpus: Any, speed_cv: float) -> Any:
     n = np.asarray(gpus, dtype=np.int64)
     if speed_cv == 0.0:
         return np.ones(n.shape)
+    if n.size == 1:  # one configuration: no table to build
+        return 1.0 + speed_cv * np.full(n.shape, expected_max_standard_normal(int(n.flat[0])))
     values, inverse = np.unique(n, return_inverse=True)
     table = np.array([expected_max_standard_normal(int(v)) for v in values])
     return 1.0 + speed_cv * table[inverse].reshape(n.shape)

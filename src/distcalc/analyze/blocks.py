@@ -78,6 +78,8 @@ def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np
     names = list(columns)
     flat = {k: np.asarray(v).reshape(-1) for k, v in columns.items()}
     n = next(iter(flat.values())).size
+    if n == 1:  # one configuration (analyze): one row, nothing varies
+        return {k: flat[k].astype(np.int64) for k in names}, np.zeros(1, dtype=np.intp)
     varying, lows, spans = [], [], []
     for k in names:
         col = flat[k]
@@ -394,6 +396,11 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
 def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tuple[int, ...]) -> dict[str, Any]:
     """Evaluate ``block`` on the distinct rows of ``key`` and broadcast the array results back to ``shape``."""
     first, inverse = dedupe([c[k] for k in key])
+    if inverse.size == 1 and shape == (1,) and all(np.shape(v) == (1,) for v in c.values()):
+        # one configuration (analyze): it is its own row, so the block takes the columns as they are and each
+        # result is copied once into a float64 array of one element (what taking row 0 gives, for less)
+        return {k: (v if k.startswith("_") else np.array(v, dtype=float).reshape(shape))
+                for k, v in block(c).items()}
     sub = block(_sub(c, first))
     n = first.shape
     return {k: (v if k.startswith("_") else float_of_shape(v, n)[inverse].reshape(shape))

@@ -180,8 +180,9 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
     Without a calibration the messages of one collective kind are priced together: one
     :func:`distcalc.placement.effective_time_elementwise_s` call per (kind, :func:`cost_signature`) on the
     concatenated sizes (elementwise, so each element gets the same float64 operations as alone)."""
-    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[tuple]]] = {}
-    calibration = getattr(cluster, "calibration", None)
+    cache: dict[Dim, tuple[np.ndarray, list[GroupPlacement], list[np.ndarray], list[int]]] = {}
+    signatures: dict[tuple, int] = {}  # each distinct cost signature numbered once (hashed per group, not per message)
+    calibration = cluster.calibration if isinstance(cluster, CalibratedCluster) else None
     bounds = segment_bounds(calibration) if calibration is not None else None
     calibrated: dict = {}
     masks: list[list[np.ndarray]] = []
@@ -190,11 +191,13 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
         if message.dim not in cache:
             inverse, groups = placements(cluster, message.dim, keys[message.dim], memo)
             cache[message.dim] = (inverse, groups, [inverse == index for index in range(len(groups))],
-                                  [cost_signature(placement) for placement in groups])
+                                  [signatures.setdefault(cost_signature(placement), len(signatures))
+                                   for placement in groups])
         _, groups, in_group, _ = cache[message.dim]
         sizes = float_of_shape(message.size_bytes, shape)
         active = float_of_shape(message.count, shape) > 0
-        masks.append([g & active for g in in_group])
+        # one group (one configuration, or all on the same group): everyone is in it, the mask is ``active``
+        masks.append([active] if len(in_group) == 1 else [g & active for g in in_group])
         prepared.append(sizes)
     times_out = [np.zeros(shape) for _ in messages]
     algorithms: list[list[str]] = [[] for _ in messages]

@@ -9,7 +9,7 @@ exposed. The statements mirror the formulas of :mod:`distcalc.analyze.core` and
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, FsdpSharding
@@ -29,8 +29,8 @@ class OverlapAssumption:
     exposed_s: float  #: seconds per step charged to this dimension (time breakdown)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form."""
-        return asdict(self)
+        """JSON form (every field a str or a float: no recursive copy needed, unlike ``dataclasses.asdict``)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
 
 
 def _tp(options: AnalyzeOptions, exposed: float) -> OverlapAssumption:

@@ -186,7 +186,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
     dtype = config.dtype.value
     batch = config_batch(config)
     out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options, details=True)
-    f = lambda key: float(np.ravel(out[key])[0])  # noqa: E731
+    f = lambda key: float(out[key].item())  # noqa: E731  (one configuration: one-element arrays)
     step = f("step_time_s")
     breakdown = {k: f(k) for k in BREAKDOWN_KEYS}
     breakdown["total_s"] = step

@@ -199,8 +199,18 @@ def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, devi
         in_bytes = device.operand_bytes
     one = scalar_inputs(batch, m, n, k, in_bytes, out_bytes)
     if one is not None:
-        return float_array(_gemm_time_s(*one[0], device, SCALAR), one[1])
+        return float_array(_one_gemm_time_s(*one[0], device), one[1])
     return _gemm_time_s(batch, m, n, k, in_bytes, out_bytes, device, np)
+
+
+@functools.lru_cache(maxsize=4096, typed=True)
+def _one_gemm_time_s(batch: float, m: float, n: float, k: float, in_bytes: float, out_bytes: float,
+                     device: DeviceCompute) -> float:
+    """:func:`_gemm_time_s` of one problem on Python numbers, remembered per (problem, device): a pure function
+    of frozen inputs (``device`` is a frozen dataclass), and a step prices the same few dozen shapes for every
+    configuration that shares a micro-batch shape and TP degree. Bounded (4,096 problems, a few hundred KiB);
+    ``typed`` keeps an int and an equal float apart, as the arithmetic does."""
+    return _gemm_time_s(batch, m, n, k, in_bytes, out_bytes, device, SCALAR)
 
 
 def _gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, in_bytes: ArrayLike,

@@ -22,6 +22,7 @@ MFU = F_model / (step_time · N_gpus · peak); HFU = F_hardware / (step_time · 
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -84,8 +85,10 @@ def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: Ar
                              np.where(r == Recompute.SELECTIVE_OP.code, op_sac, 0.0)))
 
 
+@lru_cache(maxsize=256)
 def _op_sac_flops_per_token(dims: ModelDims, moe: bool) -> float:
-    """Forward FLOPs per token of the projections op-level selective checkpointing recomputes in one layer."""
+    """Forward FLOPs per token of the projections op-level selective checkpointing recomputes in one layer (a
+    function of the model's frozen dimensions alone: remembered per model, bounded)."""
     projections = block_projections(dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.v_head_dim,
                                     dims.ffn, dims.gated, with_mlp=not moe)
     return 2.0 * sum(p.out_width * p.in_width for p in op_sac_split(projections)[1])

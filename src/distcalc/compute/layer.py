@@ -189,9 +189,12 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     one_f, one_b = flash_attention_times(device, batch, sq, np.multiply(s, band), d, dv, causal=True)
     q_elements = batch * sq * float(d)
     kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
-    ring_f, ring_b = (band * x for x in ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements))
-    ag_f, ag_b = (band * x for x in allgather_attention_times(device, batch, s, cp, d, dv))
     split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
+    ring_f = ring_b = ag_f = ag_b = 0.0  # a split no configuration runs is not priced (np.where never picks it)
+    if (split == CP_SPLIT_RING).any():
+        ring_f, ring_b = (band * x for x in ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements))
+    if (split == CP_SPLIT_ALLGATHER).any():
+        ag_f, ag_b = (band * x for x in allgather_attention_times(device, batch, s, cp, d, dv))
     flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
     flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
     if dims.attention_dropout:  # the kernel's in-kernel dropout (distcalc.compute.attention)

@@ -151,6 +151,12 @@ def config_formula_inputs(config: ParallelConfig, options: MemoryOptions) -> dic
                           activation_bytes=config.dtype.activation_bytes)
 
 
+def _per_stage(value: object, stages: int) -> list[float]:
+    """``value`` (one number, or one per stage) as a list of ``stages`` Python floats."""
+    array = np.asarray(value, dtype=float)
+    return array.tolist() if array.shape == (stages,) else np.broadcast_to(array, (stages,)).tolist()
+
+
 def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | str | None = None,
                   options: MemoryOptions | None = None) -> MemoryReport:
     """Per-GPU memory of every pipeline stage of ``spec`` trained with ``config``.
@@ -172,7 +178,7 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     terms = config_terms(dims, **config_formula_inputs(config, options))
     stages = []
     lines = stage_lines(dims, terms, np.arange(config.pp))  # every stage in one call (elementwise in the stage)
-    lines = {k: np.broadcast_to(np.asarray(lines[k], dtype=float), (config.pp,)).tolist() for k in STAGE_KEYS}
+    lines = {k: _per_stage(lines[k], config.pp) for k in STAGE_KEYS}
     for index in range(config.pp):
         values = {k: lines[k][index] for k in STAGE_KEYS}
         for key in ("layers", "moe_layers", "parameters", "layer_parameters"):
