@@ -108,6 +108,10 @@ def run_rows(plan: RowPlan, durations: list[np.ndarray], p2p: np.ndarray) -> tup
 
 
 #: Elements gathered per block by :func:`device_sums` (8 bytes each: a block stays in the CPU caches).
+#: Measured (one call, best of 3, CPU shared with a test run): ZB-V p16 with 128 micro-batches (12,288
+#: operations) on 300 configurations 12.2 / 6.6 / 5.3 / 17.7 ms at 2^12 / 2^14 / 2^16 / 2^18 elements, one
+#: addition per operation 15.8 ms; DualPipe p8 (634 operations, 1,000 configurations) 0.25 ms at 2^16 vs
+#: 0.29 ms; ZB-H2 p4 (768 operations, 80 configurations) 0.066 vs 0.21 ms.
 SUM_BLOCK_ELEMENTS = 1 << 16
 
 
