@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distcalc.row_groups import distinct_rows, row_groups
+from distcalc.row_groups import distinct_columns, distinct_rows, row_groups
 
 _INTS = st.integers(min_value=-(1 << 40), max_value=1 << 40)
 
@@ -46,3 +46,13 @@ def test_distinct_rows_matches_a_full_sort(rows):
     bits = matrix.view(np.uint64)
     assert np.array_equal(bits[first][inverse], bits)  # every row is its representative, bit for bit
     assert first.size == np.unique(bits, axis=0).shape[0]  # and no two representatives are equal
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([0.0, -0.0, 1.5, np.inf]), st.integers(-3, 3)), min_size=1, max_size=40))
+def test_distinct_columns_of_float_and_integer_columns(rows):
+    floats, ints = (np.array(col) for col in zip(*rows))
+    first, inverse = distinct_columns([floats.astype(float), ints.astype(np.int64)])
+    bits = np.stack([floats.astype(float).view(np.uint64), ints.astype(np.int64).view(np.uint64)], axis=1)
+    assert np.array_equal(bits[first][inverse], bits)
+    assert first.size == np.unique(bits, axis=0).shape[0]

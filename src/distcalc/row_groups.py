@@ -49,17 +49,25 @@ def row_groups(columns: list[np.ndarray]) -> Iterator[tuple[tuple[int, ...], np.
 
 def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(index of one representative per distinct row, inverse index) of a 2-d float array, rows equal when
-    their bits are: as ``np.unique(matrix, axis=0, return_index=True, return_inverse=True)`` up to the order
-    of the distinct rows, found by sorting one 64-bit hash per row instead of the rows themselves; every row
-    is checked against its representative, and a hash collision falls back to the full sort."""
-    bits = np.ascontiguousarray(matrix, dtype=np.float64).view(np.uint64)
-    digest = np.zeros(bits.shape[0], dtype=np.uint64)
-    for column in bits.T:  # FNV-style mix; uint64 arithmetic wraps
+    their bits are: :func:`distinct_columns` of its columns."""
+    return distinct_columns(list(np.asarray(matrix, dtype=np.float64).T))
+
+
+def distinct_columns(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(index of one representative per distinct row, inverse index) of the rows that equal-length 1-d
+    ``columns`` (float64 or int64, compared by their 64 bits) make: as ``np.unique(rows, axis=0,
+    return_index=True, return_inverse=True)`` up to the order of the distinct rows, found by sorting one
+    64-bit hash per row (no matrix of the rows is built); every row is checked against its representative,
+    column by column, and a hash collision falls back to the full sort."""
+    bits = [np.ascontiguousarray(c, dtype=np.float64 if c.dtype.kind == "f" else np.int64).view(np.uint64)
+            for c in columns]
+    digest = np.zeros(bits[0].shape[0], dtype=np.uint64)
+    for column in bits:  # FNV-style mix; uint64 arithmetic wraps
         digest *= np.uint64(1099511628211)
         digest ^= column
     _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
     inverse = inverse.reshape(-1)
-    if not np.array_equal(bits[first][inverse], bits):
-        _, first, inverse = np.unique(bits, axis=0, return_index=True, return_inverse=True)
+    if not all(np.array_equal(column[first][inverse], column) for column in bits):
+        _, first, inverse = np.unique(np.stack(bits, axis=1), axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
     return first, inverse

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.parallel import Schedule
-from distcalc.row_groups import distinct_rows, row_groups
+from distcalc.row_groups import distinct_columns, row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
 
 
@@ -79,21 +79,25 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     mask = executed_mask(schedule, uneven)
     pipeline = np.full(schedule.shape, np.nan)
     busy = np.full(schedule.shape, np.nan)
-    vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
     index = np.flatnonzero(mask)
-    # every executed configuration's terms, one row each (gathered once, sliced per plan)
-    table = np.stack([np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index] for x in terms.values()],
-                     axis=1)
-    for (code, p, micro, v), group in row_groups([schedule[mask], pp[mask], m[mask], vpp[mask]]):
-        rows = index[group]
+    if not index.size:
+        return pipeline, busy
+    vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
+    keys = [np.asarray(x)[index] for x in (schedule, pp, m, vpp)]
+    columns = [np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index] for x in terms.values()]
+    # configurations whose plan and pass times are the same bits (they differ only where the plan's times do
+    # not: the ZeRO stage, the optimizer) share a run; every column runs alone, so each plan runs once per
+    # distinct row of its configurations' times (found once for all the plans), scattered back at the end
+    first, inverse = distinct_columns(keys + columns)
+    table = np.stack([column[first] for column in columns])  # (terms, distinct rows), rows contiguous
+    distinct_pipeline, distinct_busy = np.empty(first.size), np.empty(first.size)
+    for (code, p, micro, v), group in row_groups([key[first] for key in keys]):
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        sub = table[group]
-        # configurations that differ only where the plan's times do not (the ZeRO stage, the optimizer) share
-        # their pass times: the plan runs once per distinct row of times (each column runs alone)
-        first, inverse = distinct_rows(sub)
-        distinct = dict(zip(terms, sub[first].T))
-        ex = execute(plan, _stage_times(device, plan.chunk_fraction, distinct), program=cached_program(code, p, micro, v))
-        pipeline[rows] = ex.step_s(get_schedule(code).tiles_iterations)[inverse]
-        busy[rows] = ex.busy_s.max(axis=0)[inverse]
+        times = dict(zip(terms, table[:, group]))
+        ex = execute(plan, _stage_times(device, plan.chunk_fraction, times), program=cached_program(code, p, micro, v))
+        distinct_pipeline[group] = ex.step_s(get_schedule(code).tiles_iterations)
+        distinct_busy[group] = ex.busy_s.max(axis=0)
+    pipeline[index] = distinct_pipeline[inverse]
+    busy[index] = distinct_busy[inverse]
     return pipeline, busy

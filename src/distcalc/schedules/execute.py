@@ -23,7 +23,7 @@ import numpy as np
 
 from distcalc.errors import ConfigError
 from distcalc.schedules.base import Op, PassKind, Plan
-from distcalc.schedules.row_runner import RowPlan, row_plan, run_rows
+from distcalc.schedules.row_runner import RowPlan, device_sums, row_plan, run_rows
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,17 @@ class Program:
         return list(zip(w[:, 0].tolist(), np.where(w[:, 1] < K, w[:, 1], -1).tolist(), self.across[:, 1].tolist(),
                         np.where(w[:, 2] < K, w[:, 2], -1).tolist(), self.across[:, 2].tolist(),
                         self.device.tolist()))
+
+    @functools.cached_property
+    def device_grid(self) -> np.ndarray:
+        """(M, devices): column d lists device d's operations in its order, padded with K (no operation)
+        to the longest device's M (:func:`~distcalc.schedules.row_runner.device_sums`)."""
+        K = len(self.ops)
+        counts = np.bincount(self.device)
+        order = np.argsort(self.device, kind="stable")  # device by device, each in operation (= its) order
+        grid = np.full((int(counts.max()), counts.size), K, dtype=np.int64)
+        grid[np.arange(K) - np.repeat(np.cumsum(counts) - counts, counts), self.device[order]] = order
+        return grid
 
     @functools.cached_property
     def row_plan_all_inputs(self) -> RowPlan:
@@ -267,24 +278,28 @@ def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.nda
     return out
 
 
-def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> tuple[list[np.ndarray], bool]:
+def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]
+                   ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, bool]:
     """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
-    the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; and whether
-    every duration is ≥ 0 (not NaN)."""
+    the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; the rows
+    they view (``source``: the pass table's (kind, stage) rows, the distinct pairs' rows, a row of zeros
+    last) and each operation's row number in it; and whether every duration is ≥ 0 (not NaN)."""
     table = _pass_table(stage_arrays)
-    views = list(table.reshape(-1, table.shape[2]))  # one view per (kind, stage), made once
-    stages = table.shape[1]
-    rows = [views[i] for i in (np.where(program.kind < 0, 3, program.kind) * stages + program.stage).tolist()]
+    stages, n = table.shape[1], table.shape[2]
+    index = np.where(program.kind < 0, 3, program.kind) * stages + program.stage
     nonnegative = bool((table >= 0).all())
+    parts = [table.reshape(-1, n)]
     pairs = np.flatnonzero(program.kind < 0)
     if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
-        _, first, inverse = np.unique(program.stage[pairs] * len(table[0]) + program.pair_stage[pairs],
+        _, first, inverse = np.unique(program.stage[pairs] * stages + program.pair_stage[pairs],
                                       return_index=True, return_inverse=True)
         distinct = _pair_durations(program, pairs[first], stage_arrays)
         nonnegative = nonnegative and bool((distinct >= 0).all())
-        for k, j in zip(pairs.tolist(), inverse.reshape(-1).tolist()):
-            rows[k] = distinct[j]
-    return rows, nonnegative
+        index[pairs] = 4 * stages + inverse.reshape(-1)
+        parts.append(distinct)
+    source = np.concatenate(parts + [np.zeros((1, n))])
+    views = list(source)  # one view per source row, made once
+    return [views[i] for i in index.tolist()], source, index, nonnegative
 
 
 def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
@@ -295,9 +310,11 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
     if not keep_events and not runs_waves(program.kind.shape[0], len(program.levels), p2p.shape[0]):
-        rows, nonnegative = _duration_rows(program, tuple(stage_arrays))
+        rows, source, index, nonnegative = _duration_rows(program, tuple(stage_arrays))
         rows_of = program.row_plan_across if nonnegative else program.row_plan_all_inputs
-        first_end, last_end, busy = run_rows(rows_of, rows, p2p, plan.devices)
+        first_end, last_end = run_rows(rows_of, rows, p2p)
+        # each device's durations added in its operation order (K: the row of zeros after the last one)
+        busy = device_sums(source, np.append(index, source.shape[0] - 1)[program.device_grid])
         first = first_end - np.stack([rows[k] for k in program.first.tolist()])
         return Execution(plan, first, last_end, busy)
     K = program.kind.shape[0]

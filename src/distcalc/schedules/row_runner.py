@@ -69,36 +69,66 @@ def row_plan(waits: np.ndarray, across: np.ndarray, device: np.ndarray, first: n
                    tuple(row_of[last].tolist()), bool((mapped[:, 2] < 0).all()))
 
 
-def run_rows(plan: RowPlan, durations: list[np.ndarray], p2p: np.ndarray, devices: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(end of each device's first operation, end of its last, its busy time), each (devices, n): the
-    recurrence of the module docstring on ``durations`` (one (n,) row per operation) with Send/Recv time
-    ``p2p`` (n,). Busy time: each device's durations added in operation order."""
+def run_rows(plan: RowPlan, durations: list[np.ndarray], p2p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(end of each device's first operation, end of its last), each (devices, n): the recurrence of the
+    module docstring on ``durations`` (one (n,) row per operation) with Send/Recv time ``p2p`` (n,). Each
+    device's busy time is :func:`device_sums` of the same durations."""
     maximum, add = np.maximum, np.add
     buffer = np.zeros((plan.rows, p2p.shape[0]))
-    busy = np.zeros((devices, p2p.shape[0]))
     arrived = np.empty_like(p2p)  # an input from another device: its end plus the Send/Recv
     sends = bool(p2p.any())
-    rows, busy_rows = list(buffer), list(busy)  # row views made once, not per operation
+    rows = list(buffer)  # row views made once, not per operation
     if not sends and plan.single_input:
-        for (w0, w1, _, _, _, device, out), duration in zip(plan.steps, durations):
+        for (w0, w1, _, _, _, _, out), duration in zip(plan.steps, durations):
             row = rows[out]
             if w1 < 0:
-                add(rows[w0], duration, out=row)
+                add(rows[w0], duration, row)
             else:
                 maximum(rows[w0], rows[w1], out=row)
-                add(row, duration, out=row)
-            add(busy_rows[device], duration, out=busy_rows[device])
+                add(row, duration, row)
+    elif not sends:  # every input as it is
+        for (w0, w1, _, w2, _, _, out), duration in zip(plan.steps, durations):
+            row, ready = rows[out], rows[w0]
+            if w1 >= 0:
+                maximum(ready, rows[w1], out=row)
+                ready = row
+            if w2 >= 0:
+                maximum(ready, rows[w2], out=row)
+                ready = row
+            add(ready, duration, row)
     else:
-        for (w0, w1, a1, w2, a2, device, out), duration in zip(plan.steps, durations):
+        for (w0, w1, a1, w2, a2, _, out), duration in zip(plan.steps, durations):
             row, ready = rows[out], rows[w0]  # the ready time is built in the output row, then the duration added
             for w, a in ((w1, a1), (w2, a2)):
                 if w >= 0:
-                    maximum(ready, add(rows[w], p2p, out=arrived) if a and sends else rows[w], out=row)
+                    maximum(ready, add(rows[w], p2p, out=arrived) if a else rows[w], out=row)
                     ready = row
             add(ready, duration, out=row)
-            add(busy_rows[device], duration, out=busy_rows[device])
-    return buffer[list(plan.first)], buffer[list(plan.last)], busy
+    return buffer[list(plan.first)], buffer[list(plan.last)]
 
 
-__all__ = ["RowPlan", "ZERO_ROW", "row_plan", "run_rows"]
+#: Elements gathered per block by :func:`device_sums` (8 bytes each: a block stays in the CPU caches).
+#: Measured (one call, best of 3, CPU shared with a test run): ZB-V p16 with 128 micro-batches (12,288
+#: operations) on 300 configurations 12.2 / 6.6 / 5.3 / 17.7 ms at 2^12 / 2^14 / 2^16 / 2^18 elements, one
+#: addition per operation 15.8 ms; DualPipe p8 (634 operations, 1,000 configurations) 0.25 ms at 2^16 vs
+#: 0.29 ms; ZB-H2 p4 (768 operations, 80 configurations) 0.066 vs 0.21 ms.
+SUM_BLOCK_ELEMENTS = 1 << 16
+
+
+def device_sums(source: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    """(devices, n) sums of rows of ``source`` (R, n): device d adds ``source[grid[i, d]]`` for i = 0, 1, …
+    one at a time from 0 (``grid`` (M, devices); a device with fewer operations points its last entries at
+    a row of zeros, which adds nothing) — the bits of adding each device's durations in operation order,
+    with one addition per position i for every device at once instead of one per operation. The rows are
+    gathered a block of positions at a time (:data:`SUM_BLOCK_ELEMENTS`)."""
+    devices, n = grid.shape[1], source.shape[1]
+    total = np.zeros((devices, n))
+    add = np.add
+    step = max(1, SUM_BLOCK_ELEMENTS // max(devices * n, 1))
+    for lo in range(0, grid.shape[0], step):
+        for row in source[grid[lo:lo + step]]:
+            add(total, row, total)
+    return total
+
+
+__all__ = ["RowPlan", "SUM_BLOCK_ELEMENTS", "ZERO_ROW", "device_sums", "row_plan", "run_rows"]
