@@ -124,16 +124,3 @@ def test_analyze_options_are_deferred_and_results_unchanged():
     assert isinstance(params["pp"]._runtime_param, DeferredCoercion)
     assert not isinstance(params["tp"]._runtime_param, DeferredCoercion)  # "abc" went through typer's adapter
 
-
-def test_analyze_help_imports_neither_the_model_nor_the_renderer():
-    """``distcalc analyze --help`` declares the options only: no NumPy (the step-time model), no rich console or
-    table (the report), no pydantic validator built (typer's adapters included)."""
-    import subprocess
-    import sys
-
-    probe = ("import sys\nfrom distcalc.cli import main\nsys.argv = ['distcalc', 'analyze', '--help']\n"
-             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in ('numpy', 'rich.console', 'rich.table', 'typer._adapters', 'distcalc.jobs.analyze')"
-             " if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip().splitlines()[-1] == "[]"
