@@ -48,3 +48,18 @@ def test_analyze_help_imports_no_numpy():
     assert "numpy" not in loaded
     assert not {"distcalc.parallel", "distcalc.parallel_rules", "distcalc.variability",
                 "distcalc.deepspeed_zero3", "distcalc.analyze.fsdp"} & loaded
+
+
+def test_analyze_help_imports_no_renderer_and_builds_no_validator():
+    """``distcalc analyze --help`` run as the console script does: no rich console or table (the report's
+    renderer, :mod:`distcalc.cli.analyze_run`'s), no typer option adapter and no pydantic validator built
+    (options left out or at their typed defaults need no conversion, :mod:`distcalc.cli.coercion`)."""
+    script = ("import sys\nfrom distcalc.cli import main\nsys.argv = ['distcalc', 'analyze', '--help']\n"
+              "try:\n    main()\nexcept SystemExit:\n    pass\n"
+              "from distcalc.zero3_config import DeepSpeedZero3\n"
+              "import json\nprint(json.dumps([sorted(m for m in ('rich.console', 'rich.table', 'typer._adapters', "
+              "'distcalc.cli.analyze_run', 'distcalc.render.console') if m in sys.modules), "
+              "DeepSpeedZero3.__pydantic_complete__]))")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
+    loaded, validator_built = json.loads(out.strip().splitlines()[-1])
+    assert loaded == [] and validator_built is False

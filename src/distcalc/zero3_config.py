@@ -22,9 +22,10 @@ class Zero3Impl(str, Enum):
 class DeepSpeedZero3(BaseModel):
     """DeepSpeed ZeRO-3's own knobs, in parameter elements, defaults as in DeepSpeed v0.16.5
     ``deepspeed/runtime/zero/config.py`` (``DeepSpeedZeroConfig``) and its docs (deepspeed.ai/docs/config-json,
-    "ZeRO optimizations for FP16 training")."""
+    "ZeRO optimizations for FP16 training"). ``defer_build``: its validator is built when a run first asks for
+    DeepSpeed, not when the command line reads the defaults (:data:`DEFAULTS`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
     prefetch_bucket_elements: int = Field(50_000_000, ge=0, description="stage3_prefetch_bucket_size: elements "
                                           "prefetched per fetch (default 5e7)")
@@ -38,3 +39,8 @@ class DeepSpeedZero3(BaseModel):
                                                       "threshold: smaller parameters are never partitioned (1e5)")
     overlap_comm: bool = Field(True, description="gradient ReduceScatter on a side stream (ZeRO-3 default: on)")
     contiguous_gradients: bool = Field(True, description="copy gradients into the flat IPG bucket (default on)")
+
+
+#: DeepSpeed's defaults, the fields' own (not validated: building the validator is left to the first run that
+#: asks for DeepSpeed).
+DEFAULTS = DeepSpeedZero3.model_construct()

@@ -14,6 +14,7 @@ from typing import Any
 
 import typer
 
+from distcalc.cli.coercion import defer_coercion
 from distcalc.cli.style import DistcalcGroup
 
 # Command → (module of distcalc.cli that registers it, one-line summary for the command list), in --help order.
@@ -41,14 +42,22 @@ def _module_commands(module: str) -> dict[str, Any]:
 
 
 class LazyGroup(DistcalcGroup):
-    """The ``distcalc`` group: commands come from :data:`COMMANDS`, imported when first asked for."""
+    """The ``distcalc`` group: commands come from :data:`COMMANDS`, imported when first asked for; their
+    options (and the group's) convert only the values that need it (:mod:`distcalc.cli.coercion`)."""
 
     def list_commands(self, ctx: Any) -> list[str]:  # noqa: D102
         return list(COMMANDS)
 
+    def parse_args(self, ctx: Any, args: list[str]) -> Any:  # noqa: D102
+        defer_coercion(self.get_params(ctx))
+        return super().parse_args(ctx, args)
+
     def get_command(self, ctx: Any, name: str) -> Any:  # noqa: D102
         entry = COMMANDS.get(name)
-        return _module_commands(entry[0]).get(name) if entry else None
+        command = _module_commands(entry[0]).get(name) if entry else None
+        if command is not None:  # its --help option too, which exists once there is a context
+            defer_coercion(command.params if ctx is None else command.get_params(ctx))
+        return command
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:  # noqa: D102
         with formatter.section("Commands"):

@@ -1,4 +1,6 @@
-"""``distcalc analyze``: step time, MFU/HFU and where the time goes, for a model on a cluster preset."""
+"""``distcalc analyze``: step time, MFU/HFU and where the time goes, for a model on a cluster preset.
+
+The options are declared here; what the command does with them is :mod:`.analyze_run`'s, loaded when it runs."""
 
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -10,19 +12,14 @@ from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLi
                                         DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption,
                                         DsReuseDistanceOption, FsdpShardSizeOption, Zero3ImplOption)
 from distcalc.zero3_config import Zero3Impl
-from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
-    emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
-)
+from distcalc.cli.base import (EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption,
+                               GpuOption, GpuSpeedCvOption, handle_errors, run_body)
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.run_file import DEFAULTS
-from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
-from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
                                FsdpSharding, MainGradDtype)
 from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
-from distcalc.render.tables.analyze import print_step_report, step_oom_line
 
 
 M, C, P, B, S, X = "model", "cluster", "parallelism", "batch", "schedule", "output"
@@ -146,48 +143,4 @@ def register(app: typer.Typer) -> None:
 
         With no option at all it runs the built-in example (Llama 3 70B on 64 H100, TP 8, PP 4 × 5 chunks).
         """
-        from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
-
-        values, origins = request_values(ctx, config)
-        request = AnalyzeRequest(**{k: v for k, v in values.items() if k in AnalyzeRequest.model_fields})
-        r = request
-        check_ranges(training_rules(gpus=r.gpus, tp=r.tp, pp=r.pp, dp=r.dp, cp=r.cp, ep=r.ep, vpp=r.vpp,
-                                    gpus_per_node=r.gpus_per_node, micro_batch=r.micro_batch,
-                                    global_batch=r.global_batch, seq_len=r.seq_len), upper_only=True)
-        check_float(r.tp_overlap, "--tp-overlap", 0.0, 1.0)
-        check_float(r.moe_capacity_factor, "--moe-capacity-factor", 0.01, 64.0)
-        check_float(r.moe_load_imbalance, "--moe-load-imbalance", 1.0, 64.0)
-        check_float(r.tokens, "--tokens", 0.0, MAX_TOKENS, low_open=True)
-        plot = Path(values["plot"]) if values["plot"] is not None else None
-        if plot is not None:
-            check_output_path(plot, "--plot", PLOT_SUFFIXES)
-        calibration_path = Path(values["calibration"]) if values["calibration"] is not None else None
-        run = run_analyze(request, allow_files=True, calibration=calibration_path)
-        report, hardware, example = run.report, run.hardware, run.example
-        c = report.config
-        header = setting_origins({"model": report.model["name"] if example else values["model"] or DEFAULTS.model,
-                                  "gpus": report.cluster["gpus"], "seq_len": c["seq_len"], "micro_batch": c["micro_batch"],
-                                  "global_batch": c["global_batch"]}, origins)
-        if example:
-            for entry in header.values():
-                entry["origin"] = "built-in example"
-        else:
-            if run.gpus_origin:
-                header["gpus"]["origin"] = run.gpus_origin
-            if values["global_batch"] is None:
-                header["global_batch"]["origin"] = "micro-batch·dp·2pp"
-        if plot is not None:
-            from distcalc.render.plots.analyze import plot_analysis
-
-            plot_analysis(report, plot)
-
-        def render() -> None:
-            if report.fits is False:
-                print_line(step_oom_line(report, hardware.gpu.memory_bytes))
-            print_line(hardware.headline(report.cluster["gpus"]))
-            print_line(settings_line(header))
-            print_step_report(report, example)
-
-        emit_report(analyze_payload(run), json_output=values["json_output"], plot=plot, render=render,
-                    extra={"settings": header})
-        exit_if_oom(report.fits, values["allow_oom"])
+        run_body("analyze_run", ctx, config)

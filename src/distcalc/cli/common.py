@@ -2,75 +2,19 @@
 
 Every command module in ``distcalc.cli`` exposes ``register(app: typer.Typer)``, parses its options, calls its
 job and hands the typed result to :mod:`distcalc.render` (tables, figures); the computation lives in the
-library modules. The consoles and header lines are :mod:`distcalc.render.console`'s, re-exported here.
+library modules. The consoles and header lines are :mod:`distcalc.render.console`'s, re-exported here, as are
+the light names of :mod:`.base` (a command whose options need only those imports :mod:`.base` alone).
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import sys
-from pathlib import Path
-from typing import Annotated, Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional
 
-import typer
-
-from distcalc.errors import DistcalcError
-from distcalc.inputs import shorten
-from distcalc.jobs.messages import parse_option, validation_item_message
-from distcalc.jobs.jsonable import to_jsonable
+from distcalc.cli.base import (  # noqa: F401 (the commands' names)
+    EXIT_CODES_HELP, EXIT_OOM, EXIT_USAGE, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption,
+    GpuSpeedCvOption, emit_json, exit_if_oom, fail, handle_errors, parse_or_exit, request_values, setting_origins,
+)
 from distcalc.render.console import console, error_console, print_line, settings_line  # noqa: F401 (the commands' names)
-from distcalc.run_file import DEFAULTS, load_run_file
-from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_USAGE = 2
-
-
-def fail(message: str) -> None:
-    """Print ``error: message`` on stderr and exit with code 2."""
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(EXIT_USAGE)
-
-
-def handle_errors(function: F) -> F:
-    """Decorator for command functions: a :class:`DistcalcError` (or pydantic validation error) becomes
-    exit code 2 with a one-line message on stderr; never a traceback."""
-
-    @functools.wraps(function)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except DistcalcError as error:
-            fail(str(error))
-        except OSError as error:  # a file the user named cannot be read or written (disk full, no access)
-            where = f"{error.filename}: " if getattr(error, "filename", None) else ""
-            fail(f"{where}{error.strerror or error}")
-        except ImportError as error:  # an optional extra is missing (matplotlib, torch)
-            fail(f"{error}. Install the matching extra, e.g. pip install 'distcalc[plot]' or 'distcalc[bench]'")
-        except Exception as error:  # pydantic.ValidationError without importing pydantic here
-            if type(error).__name__ == "ValidationError":
-                fail(_short_validation_message(error))
-            raise
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _short_validation_message(error: Exception) -> str:
-    try:
-        return shorten("; ".join(validation_item_message(item) for item in error.errors()), 500)  # type: ignore[attr-defined]
-    except Exception:  # pragma: no cover - defensive
-        return str(error).splitlines()[0]
-
-
-def emit_json(payload: Any) -> None:
-    """Print one JSON object on stdout and nothing else."""
-    sys.stdout.write(json.dumps(to_jsonable(payload), indent=2) + "\n")
-
-
-#: A unit parser run on an option value, the option named in its error (kept under its CLI name).
-parse_or_exit = parse_option
 
 
 def emit_report(payload: dict[str, Any], *, json_output: bool, plot: Any, render: Callable[[], None],
@@ -88,64 +32,9 @@ def emit_report(payload: dict[str, Any], *, json_output: bool, plot: Any, render
         console.print(f"plot written to {plot}")
 
 
-# --- shared options: one hardware vocabulary, run files, honest exit codes -------------------------------
-
-#: Exit code of a report whose configuration does not fit in GPU memory (unless --allow-oom).
-EXIT_OOM = 3
-EXIT_CODES_HELP = "Exit codes: 0 ok; 2 bad input; 3 does not fit in GPU memory (unless --allow-oom)."
-
-
-ConfigOption = Annotated[Optional[Path], typer.Option(
-    "--config", rich_help_panel="output",
-    help="run file (YAML): option names as keys, e.g. 'seq-len: 8192' (the web page exports one); flags given "
-         "here override it")]
-ClusterOption = Annotated[Optional[str], typer.Option(
-    "--cluster", rich_help_panel="cluster",
-    help=f"cluster preset or YAML file (distcalc presets clusters) [default: {DEFAULTS.cluster}, or the first "
-         "cluster hosting --gpu]")]
-GpuOption = Annotated[Optional[str], typer.Option(
-    "--gpu", rich_help_panel="cluster",
-    help="GPU preset replacing the cluster's; refused when the cluster's in-node link is not the GPU's")]
-GpuSpeedCvOption = Annotated[float, typer.Option(
-    min=0.0, max=0.5, rich_help_panel="cluster", show_default=False,
-    help="σ of per-GPU compute speed (fraction); the step waits for the slowest GPU (0: identical "
-         f"GPUs) [default: {DEFAULT_GPU_SPEED_CV:.4f}]")]
-CalibrationOption = Annotated[Optional[Path], typer.Option(
-    "--calibration", rich_help_panel="cluster",
-    help="calibration file from `distcalc calibrate`: measured α/B per collective and tier (replacing η·B) and "
-         "GEMM efficiency")]
-AllowOomOption = Annotated[bool, typer.Option(
-    "--allow-oom", rich_help_panel="output",
-    help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]
-
-def request_values(ctx: typer.Context, config: Optional[Path]) -> tuple[dict[str, Any], dict[str, str]]:
-    """The command's parameter values with a run file's (``--config``) under the command line's, and where each
-    came from (``command line``, ``run file``, ``default``). Values from the file go into the command's request
-    model unconverted, so they are checked as the web API checks a request."""
-    params = {k: v for k, v in ctx.params.items() if k != "config"}
-    given = {k for k in params if getattr(ctx.get_parameter_source(k), "name", "DEFAULT") != "DEFAULT"}
-    valid = [p.name for p in ctx.command.params if p.name and p.name != "config"]
-    from_file = load_run_file(config, valid) if config is not None else {}
-    values = {**params, **{k: v for k, v in from_file.items() if k not in given}}
-    origins = {k: "command line" if k in given else "run file" if k in from_file else "default" for k in params}
-    return values, origins
-
-
-def setting_origins(values: dict[str, Any], origins: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """``{name: {"value": v, "origin": "default" | "command line" | "run file" | …}}`` for the report header."""
-    return {name: {"value": to_jsonable(value), "origin": origins.get(name, "derived")}
-            for name, value in values.items()}
-
-
 def print_link_hardware(request: Any, gpus: int, json_output: bool) -> None:
     """``collective``/``simulate``: the ``hardware:`` line of a ``--cluster``/``--gpu`` request (text mode),
     noting that links are priced at the bandwidth NCCL achieves (η·B)."""
     hardware = request.hardware(allow_files=True)
     if hardware is not None and not json_output:
         print_line(hardware.headline(gpus) + " (η·B: what NCCL achieves)")
-
-
-def exit_if_oom(fits: Optional[bool], allow_oom: bool) -> None:
-    """Exit with :data:`EXIT_OOM` when the report said the configuration does not fit (and no --allow-oom)."""
-    if fits is False and not allow_oom:
-        raise typer.Exit(EXIT_OOM)

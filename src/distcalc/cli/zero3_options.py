@@ -7,11 +7,11 @@ from typing import Annotated
 
 import typer
 
-from distcalc.zero3_config import DeepSpeedZero3, Zero3Impl
+from distcalc.zero3_config import DEFAULTS, Zero3Impl
 
 _PANEL = "ZeRO-3 implementation"
-#: DeepSpeed's own defaults, the options' defaults (one definition: :class:`DeepSpeedZero3`)
-DS_DEFAULTS = DeepSpeedZero3()
+#: DeepSpeed's own defaults, the options' defaults (one definition: :class:`DeepSpeedZero3`'s fields)
+DS_DEFAULTS = DEFAULTS
 
 FsdpShardSizeOption = Annotated[int, typer.Option(
     min=0, rich_help_panel=_PANEL, help="HSDP: shard ZeRO-3 over groups of this many DP ranks and replicate across "
