@@ -53,13 +53,13 @@ The other rows furthest off, checked against the recipe each ran (the mapping fo
   userbuffers ``userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192``. The residual is the GB300 preset: on the
   pair printed with one layout on both systems (Llama 3 8B FP8-CS: TP 1, DP 8, MBS 2, GBS 128; both recipes run
   full-iteration CUDA graphs) GB300 is 1.19× GB200 (37556 / 31508 tokens/s/GPU) and on the 405B pair 1.23× (999 / 813), where the presets
-  gave 1.08× for both and now about 1.0× (GB300's rates follow the Blackwell Ultra die's measured MAMF, B300 SXM,
-  which is B200's within 2 %; no GB300 matmul is measured). Blackwell Ultra doubles the SFU's exponential
-  throughput over Blackwell (NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra"),
-  which speeds the softmax of attention; at head dim 128 in BF16 that leaves the forward kernel MMA-bound on B200's
-  feeds and speeds (FlashAttention-4), and no GB300 attention rate is measured, so nothing is priced for it. The
-  GB300 rows are +20…+39 %: the measured 405B row's 2522 model TFLOP/s/GPU is above the 2.19 PF FP8 rate the
-  preset derives, so GB300 sustains more than any B200-derived rate says; that stays open.
+  gave 1.08× and, with GB200's rate now from the measured MAMF, give 1.19× (8B) and 1.21× (70B, measured
+  1.048×). GB300's sustained rate stays B200's × 1400/1000 W (an assumption): the B200-derived alternatives
+  (the MAMF route, 2.19 PF FP8; a cube-root DVFS law, 2.38 PF) are below the 2.42 PF that this row's printed
+  2522 model TFLOP/s/GPU needs for its GEMMs alone. Blackwell Ultra doubles the SFU's exponential throughput over
+  Blackwell (NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra"), which speeds the
+  softmax of attention; at head dim 128 in BF16 that leaves the forward kernel MMA-bound on B200's feeds and
+  speeds (FlashAttention-4), and no GB300 attention rate is measured, so nothing is priced for it.
 * ``mbridge_25.11_b200_llama3_8b_8g_fp8cs_main`` (+9 %; 25.09 +6 %): ``LLAMA3_8B_B200_FP8_CS_BASE_CONFIG``
   (``v0.2.0``): MBS 2, CUDA graphs ``local`` / ``full_iteration``, as mapped. The same recipe on GB200 ran only
   1.03× (25.11) and 1.045× (25.09) faster (FP8-MX: 1.009×, 1.018×) where the presets gave 1.18× (GB200's
