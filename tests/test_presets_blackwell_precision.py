@@ -7,7 +7,7 @@ import pytest
 from distcalc.analyze import analyze
 from distcalc.cluster import load_cluster
 from distcalc.compute import load_device
-from distcalc.compute.device import gemm_time_s
+from distcalc.compute.device import compute_preset_entry, gemm_time_s
 from distcalc.errors import ConfigError
 from distcalc.hardware import load_gpu
 from distcalc.memory import bytes_per_parameter
@@ -39,6 +39,25 @@ def test_b200_gemms_run_at_the_measured_sustained_rate():
         device = load_device("b200", dtype)
         assert device.power_limited_flops_per_s == rate
         assert float(gemm_time_s(1, n, n, n, device)) >= 2.0 * n**3 / rate
+
+
+def test_grace_blackwell_sustained_rates_follow_the_measured_mamf_not_the_board_power():
+    """GB200 is B200's die at 1200 W instead of 1000 W; its measured MAMF is 1822.0 against B200's 1745.0 TFLOPS
+    (x 1.044, ml-engineering MAMF table), so its sustained rate is B200's measured 1.09 PF x 1.044, not x 1200/1000.
+    GB300's MAMF is the Blackwell Ultra die's (B300 SXM 1769.0) x the GB200/B200 ratio; its sustained rate stays
+    the power-linear assumption (every B200-derived rate is below what its measured 405B run needs)."""
+    b200 = load_device("b200", "bf16").power_limited_flops_per_s
+    gb200 = load_device("gb200", "bf16").power_limited_flops_per_s
+    assert gb200 == 1.14e15 and gb200 == pytest.approx(b200 * 1822.0 / 1745.0, rel=0.01)
+    assert gb200 / b200 < 1200.0 / 1000.0 - 0.1  # not the board-power ratio
+    assert [load_device("gb200", d).power_limited_flops_per_s for d in ("fp8", "mxfp8")] == [2.26e15, 2.26e15]
+    assert load_device("gb300", "fp8").power_limited_flops_per_s == 2.90e15
+    # the GB300 FP8 rate is above the GEMM rate Megatron-Bridge 25.11's GB300 405B run needs: 6 x 403.8e9 FLOPs
+    # per token x 49152 tokens per GPU in 49.2 s
+    assert load_device("gb300", "fp8").power_limited_flops_per_s > 6 * 403.8e9 * 49152 / 49.2012
+    gb300_entry = compute_preset_entry("gb300")
+    assert float(gb300_entry["mamf_bf16_flops_per_s"]) == pytest.approx(1769.0e12 * 1822.0 / 1745.0, rel=1e-3)
+    assert gb300_entry["mamf_shape"] == [12288, 18432, 1024]
 
 
 @pytest.mark.parametrize("gpu, mamf_fp8, mamf_bf16", [("b200", 3432.5, 1745.0), ("gb200", 3615.6, 1822.0),

@@ -36,11 +36,13 @@ ring exchange as Megatron's default ``cp_comm_type``), yet the GB200 run printed
 crosses InfiniBand on every pipeline hop and on DP. Pricing that placement moves the row by less than 0.1 point.
 What the GB200 job differs in otherwise — ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``
 (``setup_experiment.py``, set for this model on GB200 only), the Grace host, ``NCCL_NET_GDR_C2C`` — has no published
-cost, so nothing is priced for it. About a third of the gap is the GB200 compute preset (its power-limited rate is
-B200's × 1200/1000 W, an assumption): the published MAMF ratio instead (GB200 1822.0 / B200 1745.0 TFLOPS,
-ml-engineering's table) leaves this row at −17 % and moves the other GB200 rows +9…+13 points (the 25.11 70B and
-405B rows to +14 %), so the row keeps about 17 points that no published mechanism explains and the preset is left
-as it is.
+cost, so nothing is priced for it. The GB200 compute preset now takes B200's sustained rate × the published MAMF
+ratio (GB200 1822.0 / B200 1745.0 TFLOPS, ml-engineering's table) instead of × 1200/1000 W (an assumption): that
+moved this row from −24 % to −17 %, the other 25.09 GB200 rows from −6…−10 % to −1…+4 % (the B200 rows' own
++3…+6 %), and the 25.11 70B and 405B rows from +0.6 / +0.5 % to +12 / +13 %. The last two are a release
+difference, not the part: on the same 70B layout (TP 1, Megatron-FSDP, 64 GPUs) 25.11 printed 1937 TFLOP/s/GPU
+where 25.09 printed 1791 (+8 %), while distcalc's time per token is the same for both (GBS 256 / 128: 8.52 /
+4.26 s). The row keeps about 17 points that no published mechanism explains.
 
 The other rows furthest off, checked against the recipe each ran (the mapping follows all of them):
 
@@ -51,14 +53,19 @@ The other rows furthest off, checked against the recipe each ran (the mapping fo
   userbuffers ``userbuffers_fp8_b200_h16384_tp4_cp2_mbs1_seqlen8192``. The residual is the GB300 preset: on the
   pair printed with one layout on both systems (Llama 3 8B FP8-CS: TP 1, DP 8, MBS 2, GBS 128; both recipes run
   full-iteration CUDA graphs) GB300 is 1.19× GB200 (37556 / 31508 tokens/s/GPU) and on the 405B pair 1.23× (999 / 813), where the presets
-  give 1.08× for both. Blackwell Ultra doubles the SFU's exponential throughput over Blackwell (NVIDIA technical
-  blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra"), which speeds the softmax of attention; no
-  GB300 attention or GEMM rate is measured, so nothing is priced for it.
+  gave 1.08× and, with GB200's rate now from the measured MAMF, give 1.19× (8B) and 1.21× (70B, measured
+  1.048×). GB300's sustained rate stays B200's × 1400/1000 W (an assumption): the B200-derived alternatives
+  (the MAMF route, 2.19 PF FP8; a cube-root DVFS law, 2.38 PF) are below the 2.42 PF that this row's printed
+  2522 model TFLOP/s/GPU needs for its GEMMs alone. Blackwell Ultra doubles the SFU's exponential throughput over
+  Blackwell (NVIDIA technical blog "Making Softmax More Efficient with NVIDIA Blackwell Ultra"), which speeds the
+  softmax of attention; at head dim 128 in BF16 that leaves the forward kernel MMA-bound on B200's feeds and
+  speeds (FlashAttention-4), and no GB300 attention rate is measured, so nothing is priced for it.
 * ``mbridge_25.11_b200_llama3_8b_8g_fp8cs_main`` (+9 %; 25.09 +6 %): ``LLAMA3_8B_B200_FP8_CS_BASE_CONFIG``
   (``v0.2.0``): MBS 2, CUDA graphs ``local`` / ``full_iteration``, as mapped. The same recipe on GB200 ran only
-  1.03× (25.11) and 1.045× (25.09) faster (FP8-MX: 1.009×, 1.018×) where the presets give 1.18× (GB200's
-  power-limited rate is B200's × 1200/1000 W, an assumption; the published MAMF ratio is 1.044): the B200 8B rows
-  come out slow and the GB200 8B rows fast by about the same amount. Left to the Blackwell presets.
+  1.03× (25.11) and 1.045× (25.09) faster (FP8-MX: 1.009×, 1.018×) where the presets gave 1.18× (GB200's
+  power-limited rate was B200's × 1200/1000 W, an assumption) and now give 1.07× (the published MAMF ratio 1.044
+  on the GEMMs; the attention's rate is capped by the BF16 sustained rate, its memory-bound kernels scale with
+  HBM 8 / 7.7 TB/s). The B200 8B rows stay +6…+9 %.
 * ``mbridge_25.11_h100_llama3p1_405b_1024g_fp8cs_main`` (−9 %; 25.09 −6 % on the same recipe): TP 8, PP 8, CP 2,
   VP 8, GBS 512 and ``userbuffers_fp8_h100_h16384_tp8_cp2_mbs1_seqlen8192`` (bulk overlaps on 2/24/2/2 SMs, the
   forward ReduceScatters as ring exchange on 1 SM). :mod:`distcalc.analyze.tp_overlap` runs TransformerEngine's
