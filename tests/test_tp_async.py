@@ -52,9 +52,9 @@ def _tp_terms(config: ParallelConfig, options: AnalyzeOptions) -> tuple[float, f
 def test_analyze_hides_only_the_overlappable_backward_collectives():
     config = ParallelConfig(gpus=64, tp=8, pp=4, micro_batch=1, global_batch=64, seq_len=4096,
                             sequence_parallel=True, recompute="selective")
-    sync = AnalyzeOptions()
-    asynchronous = AnalyzeOptions(tp_async_backward=True)
-    hidden_all = AnalyzeOptions(tp_overlap_efficiency=1.0)
+    sync = AnalyzeOptions(tp_async_backward=False)
+    asynchronous = AnalyzeOptions()  # on by default: Megatron-Core's ColumnParallelLinear (analyze.options)
+    hidden_all = AnalyzeOptions(tp_overlap_efficiency=1.0, tp_async_backward=False)
     tp_sync, step_sync = _tp_terms(config, sync)
     tp_async, step_async = _tp_terms(config, asynchronous)
     tp_none, _ = _tp_terms(config, hidden_all)
@@ -70,7 +70,8 @@ def test_analyze_hides_only_the_overlappable_backward_collectives():
 
 def test_no_tensor_parallelism_nothing_changes():
     config = ParallelConfig(gpus=64, tp=1, pp=8, micro_batch=1, global_batch=64, seq_len=4096)
-    assert _tp_terms(config, AnalyzeOptions(tp_async_backward=True)) == _tp_terms(config, AnalyzeOptions())
+    assert (_tp_terms(config, AnalyzeOptions(tp_async_backward=True))
+            == _tp_terms(config, AnalyzeOptions(tp_async_backward=False)))
 
 
 def test_korthikanti_table4_backward_lies_between_exposed_and_hidden_and_matches_async():

@@ -40,11 +40,13 @@ class AnalyzeOptions(BaseModel):
       pair each of a sequence-parallel layer's ten TP collectives with one GEMM (ring exchange, pipeline or bulk)
       and take 1 or 16 SMs from it meanwhile (:mod:`distcalc.analyze.tp_overlap`); replaces ``tp_overlap_efficiency`` for
       dense sequence-parallel layers.
-    * ``tp_async_backward`` False: the backward TP collectives that have a GEMM of their own layer to run beside
+    * ``tp_async_backward`` True: the backward TP collectives that have a GEMM of their own layer to run beside
       (input-gradient AllReduce; with SP the input re-gather and the input-gradient ReduceScatter) are launched
-      asynchronously through NCCL, as Megatron-LM (since 2021-08) and TransformerEngine's linears do: 39 % of
-      their time hidden, the rest paid as slower GEMMs (:mod:`distcalc.analyze.tp_async`, from Lee et al. 2025's
-      averages). False describes synchronous stacks (Megatron-LM's SC21 code, Megatron-DeepSpeed).
+      asynchronously through NCCL, as Megatron-Core's ``ColumnParallelLinear`` does by default
+      (``allreduce_dgrad = world_size > 1 and not sequence_parallel``; with SP the ``async_op=True`` gather and
+      reduce-scatter of ``LinearWithGradAccumulationAndAsyncCommunication``) and TransformerEngine's linears do:
+      39 % of their time hidden, the rest paid as slower GEMMs (:mod:`distcalc.analyze.tp_async`, from Lee et al.
+      2025's averages). False describes synchronous stacks (Megatron-LM's SC21 code, Megatron-DeepSpeed).
     * ``grad_reduce_bytes`` 4: Megatron-LM keeps fp32 ``main_grad`` buffers and reduces them in fp32 for
       bf16 training (``arguments.py``: bf16 ⇒ ``accumulate_allreduce_grads_in_fp32``); 2 for bf16 reduction.
     * ``optimizer_bytes_per_parameter`` 38: HBM traffic of one mixed-precision Adam step per parameter held
@@ -135,7 +137,7 @@ class AnalyzeOptions(BaseModel):
     overlap_param_gather: bool = Field(True, description="overlap distributed-optimizer AllGather with forward")
     tp_overlap_efficiency: float = Field(0.0, ge=0, le=1, description="hidden fraction of overlappable TP comm")
     tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP collective pipelined with its GEMM")
-    tp_async_backward: bool = Field(False, description="backward TP collectives run asynchronously (NCCL) beside "
+    tp_async_backward: bool = Field(True, description="backward TP collectives run asynchronously (NCCL) beside "
                                     "their GEMMs, partly hidden (Megatron-LM >= 2021-08, TransformerEngine)")
     grad_reduce_bytes: int = Field(4, ge=1, description="bytes per gradient element in DP reduction")
     param_gather_bytes: int = Field(2, ge=1, description="bytes per parameter in ZeRO/dist-opt AllGather")

@@ -69,7 +69,8 @@ def register(app: typer.Typer) -> None:
         tp_async_backward: Annotated[bool, typer.Option(
             "--tp-async-backward/--no-tp-async-backward", rich_help_panel=S, show_default=False,
             help="backward TP collectives launched asynchronously through NCCL beside their GEMMs, 39 % hidden "
-                 "(Megatron-LM since 2021-08, TransformerEngine without userbuffers) [default: off]")] = False,
+                 "(Megatron-Core ColumnParallelLinear, TransformerEngine linears without userbuffers; off for "
+                 "synchronous stacks: Megatron-LM before 2021-08, Megatron-DeepSpeed) [default: on]")] = True,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
             rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
         moe_capacity_factor: Annotated[float, typer.Option(

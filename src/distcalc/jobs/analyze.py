@@ -71,7 +71,7 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0
     tp_comm_overlap: bool = Field(False, description="TE userbuffers: each SP TP collective beside its GEMM")
-    tp_async_backward: bool = Field(False, description="backward TP collectives async through NCCL beside their "
+    tp_async_backward: bool = Field(True, description="backward TP collectives async through NCCL beside their "
                                     "GEMMs, partly hidden (analyze.tp_async)")
     cp_algorithm: ContextParallelAlgorithm = ContextParallelAlgorithm.RING
     moe_capacity_factor: float = Field(1.0, ge=0.01, le=64.0, description="MoE expert inputs padded to c x the mean")
