@@ -74,7 +74,8 @@ def register(app: typer.Typer) -> None:
             help="backward TP collectives launched asynchronously through NCCL beside their GEMMs, 39 % hidden "
                  "(Megatron-LM since 2021-08, TransformerEngine without userbuffers) [default: off]")] = False,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
-            rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
+            rich_help_panel=P, help="ring, ulysses, all-gather (Llama 3), torch-allgather or torch-alltoall "
+                                    "(PyTorch / torchtitan CP)")] = ContextParallelAlgorithm.RING,
         moe_capacity_factor: Annotated[float, typer.Option(
             min=0.01, max=64.0, rich_help_panel=P,
             help="MoE: expert inputs padded to this many times the mean routed tokens")] = 1.0,
