@@ -139,3 +139,39 @@ def test_cli_accepts_the_torch_algorithms_and_refuses_others():
     assert "torch-allgather" in result.output
     bad = runner.invoke(app, base + ["--cp-algorithm", "torch-ring"])
     assert bad.exit_code == 2 and "torch-ring" in bad.output
+
+
+def test_batch_evaluation_matches_single_configurations():
+    from distcalc.analyze.report import evaluate_batch
+    cps = np.array([1, 2, 4, 8])
+    for alg in ("torch-allgather", "torch-alltoall"):
+        batch = evaluate_batch("llama3-8b", "dgx-h100", {"cp": cps, "dp": 8 // cps, "micro_batch": 1,
+                                                         "global_batch": 8 // cps, "seq_len": 65536, "zero": 3,
+                                                         "flash_attention": 1},
+                               options=AnalyzeOptions(cp_algorithm=alg), memory=False)
+        for i, cp in enumerate(cps):
+            config = ParallelConfig(gpus=8, cp=int(cp), dp=8 // int(cp), micro_batch=1, global_batch=8 // int(cp),
+                                    seq_len=65536, zero=3, flash_attention=True)
+            one = analyze("llama3-8b", "dgx-h100", config, AnalyzeOptions(cp_algorithm=alg))
+            assert float(batch["step_time_s"][i]) == pytest.approx(one.step_time_s, rel=1e-9)
+
+
+def test_memory_buffers_by_formula_and_only_for_the_torch_algorithms():
+    from distcalc.compute import model_dims
+    from distcalc.memory import MemoryOptions, memory_report
+    from distcalc.memory.torch_cp import torch_cp_buffer_bytes
+    from distcalc.model import load_model
+    spec = load_model("llama3-8b")
+    dims = model_dims(spec)
+    e = 1 * (262144 / 32) * 32 * 128  # elements of Q (= K, V after repeat_kv) on one rank
+    gathered = torch_cp_buffer_bytes(dims, 1, 262144, 1, 32, allgather=True)
+    assert gathered == pytest.approx((2 * 32 + 2) * e * 2 + 20 * e)
+    assert torch_cp_buffer_bytes(dims, 1, 262144, 1, 32, allgather=False) == pytest.approx(6 * e * 2 + 20 * e)
+    assert torch_cp_buffer_bytes(dims, 1, 8192, 1, 1, allgather=True) == 0
+    config = ParallelConfig(gpus=32, cp=32, dp=1, micro_batch=1, global_batch=1, seq_len=262144, zero=3,
+                            flash_attention=True)
+    base = {alg: memory_report(spec, config, "h100-sxm", MemoryOptions(cp_algorithm=alg)).stages[0]
+            for alg in ("ring", "ulysses", "all-gather", "torch-allgather")}
+    assert base["ring"].total_bytes == base["ulysses"].total_bytes == base["all-gather"].total_bytes
+    added = base["torch-allgather"].communication_buffers_bytes - base["ring"].communication_buffers_bytes
+    assert added == pytest.approx(gathered, rel=1e-9)
