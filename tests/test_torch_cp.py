@@ -175,3 +175,15 @@ def test_memory_buffers_by_formula_and_only_for_the_torch_algorithms():
     assert base["ring"].total_bytes == base["ulysses"].total_bytes == base["all-gather"].total_bytes
     added = base["torch-allgather"].communication_buffers_bytes - base["ring"].communication_buffers_bytes
     assert added == pytest.approx(gathered, rel=1e-9)
+
+
+def test_refused_without_flash_attention():
+    from distcalc.errors import ConfigError
+    config = ParallelConfig(gpus=8, cp=8, dp=1, micro_batch=1, global_batch=1, seq_len=65536, flash_attention=False)
+    with pytest.raises(ConfigError, match="torch-allgather needs flash attention"):
+        analyze("llama3-8b", "dgx-h100", config, AnalyzeOptions(cp_algorithm="torch-allgather"))
+    analyze("llama3-8b", "dgx-h100", config, AnalyzeOptions(cp_algorithm="ring"))  # the TE paths still run
+    result = CliRunner().invoke(app, ["analyze", "--model", "llama3-8b", "--cluster", "dgx-h100", "--gpus", "8",
+                                      "--cp", "8", "--dp", "1", "--global-batch", "1", "--seq-len", "65536",
+                                      "--no-flash-attention", "--cp-algorithm", "torch-alltoall"])
+    assert result.exit_code == 2 and "error: cp_algorithm torch-alltoall needs flash attention" in result.output

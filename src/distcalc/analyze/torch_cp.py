@@ -32,6 +32,7 @@ import numpy as np
 
 from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.torch_cp import TorchRingTimes, torch_ring_layer_times
+from distcalc.errors import ConfigError
 from distcalc.parallel import Recompute
 from distcalc.software import ContextParallelAlgorithm
 from distcalc.traffic import Comm, Dim, Message, Phase
@@ -48,6 +49,16 @@ GRAD_NOTE = "torch CP dK,dV pass (FP32)"
 
 #: bytes of one element of the dK,dV ring buffer (``_cp_options.convert_to_f32``)
 GRAD_BUFFER_BYTES = 4.0
+
+
+def check_torch_cp(algorithm: ContextParallelAlgorithm, cp: ArrayLike, flash_attention: ArrayLike) -> None:
+    """Refuse PyTorch ring CP without a fused attention kernel: its dispatcher handles only the flash,
+    memory-efficient and cuDNN SDPA ops (``_sdpa_handler``: "CP only supports flash attention and memory
+    efficient attention now")."""
+    if algorithm in TORCH_CP_ALGORITHMS and np.any((np.asarray(cp) > 1) & (np.asarray(flash_attention) == 0)):
+        raise ConfigError(f"cp_algorithm {algorithm.value} needs flash attention (PyTorch's context parallelism "
+                          "runs only the flash, memory-efficient and cuDNN SDPA kernels): turn flash attention on "
+                          "or use ring, ulysses or all-gather")
 
 
 def torch_cp_messages(micro_batch: ArrayLike, seq_len: ArrayLike, sdpa_hidden: ArrayLike,
