@@ -1,7 +1,7 @@
 """PyTorch's context-parallel ring attention (torchtitan's CP): its collectives and what of them the attention
 kernels hide (the kernels and eager merges are :mod:`distcalc.compute.torch_cp`).
 
-From PyTorch 2.6/2.7 ``torch/distributed/tensor/experimental/_attention.py``; all collectives are
+From PyTorch (pytorch/pytorch@0123248a) ``torch/distributed/tensor/experimental/_attention.py``; all collectives are
 functional collectives (``torch.distributed._functional_collectives``), issued asynchronously on the CP
 process group's NCCL stream and waited for where the loop needs their result:
 

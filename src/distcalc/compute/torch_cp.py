@@ -1,8 +1,8 @@
 """PyTorch's context-parallel ring attention (``torch.distributed.tensor.experimental.context_parallel``, the CP
 that torchtitan runs): the kernels one rank runs for one layer's causal attention.
 
-PyTorch 2.6/2.7 ``torch/distributed/tensor/experimental/_attention.py`` replaces each scaled-dot-product
-attention call by ``_templated_ring_attention`` (forward) and ``_templated_ring_attention_backward``. With the
+PyTorch (pytorch/pytorch@0123248a) ``torch/distributed/tensor/experimental/_attention.py`` replaces each
+scaled-dot-product attention call by ``_templated_ring_attention`` (forward) and ``_templated_ring_attention_backward``. With the
 default options (``_ContextParallelOptions``: ``enable_load_balance=True``, ``convert_to_f32=True``) the
 sequence is cut into ``2·cp`` chunks and rank r holds chunks r and 2cp−1−r (head-tail load balancing), so
 the attention kernels are those of Megatron's ring (:mod:`distcalc.compute.attention`): step 0 one causal

@@ -190,8 +190,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
     logits and fp32 loss workspace (stage pp−1), + the persistent attention-score buffer of a non-flash stack
     that keeps one (:func:`~distcalc.memory.activations.attention_score_buffer_bytes`, ``MemoryOptions``). Transformer
-    Engine's cached dummy weight gradients (:mod:`distcalc.memory.te_dummy_wgrad`). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), PyTorch ring CP's K,V and FP32 gradient
-    buffers (:mod:`distcalc.memory.torch_cp`), CUDA
+    Engine's cached dummy weight gradients (:mod:`distcalc.memory.te_dummy_wgrad`). Buffers: NCCL buffers, ZeRO-3
+    gathered layer(s), PyTorch ring CP's K,V and FP32 gradient buffers (:mod:`distcalc.memory.torch_cp`), CUDA
     context, allocator reserve, the optimizer step's own tensors (:class:`MemoryOptions`).
     ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
 

@@ -1,6 +1,6 @@
 """Buffers PyTorch's context-parallel ring attention (torchtitan's CP) holds while one layer's attention runs.
 
-From PyTorch 2.6/2.7 ``torch/distributed/tensor/experimental/_attention.py`` (the loop of
+From PyTorch (pytorch/pytorch@0123248a) ``torch/distributed/tensor/experimental/_attention.py`` (the loop of
 ``_templated_ring_attention_backward``, whose buffers outlast the forward's): with E elements in each of this
 rank's Q, K and V as SDPA sees them (``b·(s/cp)·(heads/t)·d``; torchtitan expands grouped K,V to all heads
 with ``repeat_kv``, :mod:`distcalc.compute.torch_cp`) and ``e`` bytes per 16-bit element, the backward loop
