@@ -12,11 +12,17 @@ from enum import Enum
 
 class ContextParallelAlgorithm(str, Enum):
     """How context parallelism exchanges keys/values: ring attention (Send/Recv), Ulysses (AllToAll) or
-    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`)."""
+    all-gather (Llama 3: AllGather of K,V, ReduceScatter of dK,dV; :func:`distcalc.traffic.cp_layer_messages`);
+    or PyTorch's ring attention (``torch.distributed.tensor.experimental.context_parallel``, what torchtitan
+    runs) with its K,V rotated by one AllGather up front (``torch-allgather``, PyTorch's and torchtitan's
+    default rotate method) or passed rank to rank (``torch-alltoall``), eager per-step merges in float32
+    (:mod:`distcalc.compute.torch_cp`, :mod:`distcalc.analyze.torch_cp`)."""
 
     RING = "ring"
     ULYSSES = "ulysses"
     ALL_GATHER = "all-gather"
+    TORCH_ALLGATHER = "torch-allgather"
+    TORCH_ALLTOALL = "torch-alltoall"
 
 
 class ElementwiseKernels(str, Enum):

@@ -25,10 +25,11 @@ from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.analyze.tp_async import async_exposed_s
+from distcalc.analyze.torch_cp import TORCH_CP_ALGORITHMS, torch_cp_layer_exposed_s, torch_cp_messages
 from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
-from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
+from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_TORCH
 from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
@@ -149,7 +150,9 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     shape = tp.shape
     ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
-    split = CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_RING
+    torch_cp = o.cp_algorithm in TORCH_CP_ALGORITHMS  # PyTorch's ring CP (analyze.torch_cp)
+    split = (CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_TORCH if torch_cp
+             else CP_SPLIT_RING)
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
                 ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None
@@ -166,9 +169,11 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     if d.moe_layers:  # expert tensor parallelism: the MoE layers' TP collectives (distcalc.analyze.moe_tp)
         tp_msgs = moe_tp_messages(tp_msgs, b, s, h, act, tp, sp, rc, cp, max(d.experts_per_token, 1),
                                   moe_slot_factor(o), frac, d.shared_ffn > 0)
+    torch_gather = o.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER
     msgs = (tp_msgs
-            + cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, act, tp, cp, ulysses, rc,
-                                allgather)
+            + (torch_cp_messages(b, s, d.heads * d.head_dim, act, tp, cp, torch_gather, rc) if torch_cp else
+               cp_layer_messages(b, s, d.kv_heads * d.head_dim, d.heads * d.head_dim, act, tp, cp, ulysses, rc,
+                                 allgather))
             + (ep_layer_messages(b, s, h, act, tp, ep, max(d.experts_per_token, 1), sp, moe_slot_factor(o), cp, rc,
                                  int(o.moe_dispatch_probs))
                if d.moe_layers else []))
@@ -209,6 +214,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ring_exposed_f, ring_exposed_all = ring_exposed_s(ring_f, ring_b, attn, kappa, cp)
     cp_f = ring_exposed_f + total(cp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
     cp_all = ring_exposed_all + total(cp_e, lambda x: crit(x))
+    if torch_cp:  # what PyTorch's ring CP hides behind its steps (analyze.torch_cp)
+        cp_f, cp_all = torch_cp_layer_exposed_s(cp_e, d, device, b, s, tp, cp, slowest, kappa, torch_gather, rc)
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
     out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),

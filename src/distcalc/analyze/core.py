@@ -55,6 +55,7 @@ from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_cop
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
 from distcalc.analyze.gather import gather, take_rows
+from distcalc.analyze.torch_cp import check_torch_cp
 from distcalc.analyze.message_rows import message_rows
 from distcalc.analyze.terms import ByStage, DpCollectives, StagePosition, UnionTerms, dp_collectives_of
 from distcalc.calibration import calibrated_device
@@ -249,6 +250,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     device = attention_kernel_device(device, o.attention_kernel)
     d = spec_dims
     c = normalise_batch(batch)
+    check_torch_cp(o.cp_algorithm, c["cp"], c["flash_attention"])
     shape = c["tp"].shape
     flat = {k: v.reshape(-1) for k, v in c.items()}
     rows, inverse = key_table({k: flat[k] for k in UNION_KEY})

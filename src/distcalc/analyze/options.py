@@ -156,7 +156,8 @@ class AnalyzeOptions(BaseModel):
                                                          "micro-batch for gradient accumulation outside backward")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")
     pipeline_p2p_overlap: bool = Field(False, description="P2P hidden behind compute")
-    cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring or ulysses")
+    cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="ring, ulysses, "
+                                                   "all-gather, torch-allgather or torch-alltoall")
     moe_capacity_factor: float = Field(1.0, gt=0, description="MoE token capacity factor: expert inputs padded "
                                        "to it (AllToAll, expert GEMMs, permute)")
     moe_router_group_limited: bool = Field(False, description="MoE router selects experts within the top "

@@ -67,6 +67,19 @@ def _cp(options: AnalyzeOptions, exposed: float, slowdown: float) -> OverlapAssu
                                  "nothing (critical path)", "cp_algorithm all-gather: the gathered K,V feed the "
                                  "attention kernels (Llama 3 CP; TransformerEngine: \"KV all-gather ... is exposed\")",
                                  exposed)
+    if options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER:
+        return OverlapAssumption("cp", "PyTorch CP: one AllGather of K,V (forward, again in backward), dK,dV "
+                                 "passed around the ring in FP32", "the gather: step 0's causal kernel; each "
+                                 "dK,dV pass but the last: the next step's backward",
+                                 "cp_algorithm torch-allgather: the gather is waited for at step 1 and the last "
+                                 f"dK,dV pass after the loop; overlapped kernels {100 * slowdown:.1f} % slower",
+                                 exposed)
+    if options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLTOALL:
+        return OverlapAssumption("cp", "PyTorch CP: K,V passed rank to rank (forward and backward), dK,dV in FP32",
+                                 "each pass: the attention step it was issued beside (backward: K,V and dK,dV "
+                                 "passes share it)", "cp_algorithm torch-alltoall: a pass is exposed where it "
+                                 "outlasts its step; the last dK,dV pass in full; overlapped kernels "
+                                 f"{100 * slowdown:.1f} % slower", exposed)
     if options.cp_algorithm == ContextParallelAlgorithm.ULYSSES:
         return OverlapAssumption("cp", "Ulysses AllToAll of q, k, v and the output", "nothing (critical path)",
                                  "cp_algorithm ulysses: the AllToAll feeds the attention kernel", exposed)

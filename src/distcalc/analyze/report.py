@@ -199,7 +199,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
     mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options),
                                                                   zero_shard_size=options.fsdp_shard_size,
-                                                                  deepspeed_zero3=options.deepspeed_zero3))
+                                                                  deepspeed_zero3=options.deepspeed_zero3,
+                                                                  cp_algorithm=options.cp_algorithm))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration

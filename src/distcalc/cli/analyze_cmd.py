@@ -72,7 +72,8 @@ def register(app: typer.Typer) -> None:
                  "(Megatron-Core ColumnParallelLinear, TransformerEngine linears without userbuffers; off for "
                  "synchronous stacks: Megatron-LM before 2021-08, Megatron-DeepSpeed) [default: on]")] = True,
         cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
-            rich_help_panel=P, help="ring, ulysses or all-gather (Llama 3)")] = ContextParallelAlgorithm.RING,
+            rich_help_panel=P, help="ring, ulysses, all-gather (Llama 3), torch-allgather or torch-alltoall "
+                                    "(PyTorch / torchtitan CP)")] = ContextParallelAlgorithm.RING,
         moe_capacity_factor: Annotated[float, typer.Option(
             min=0.01, max=64.0, rich_help_panel=P,
             help="MoE: expert inputs padded to this many times the mean routed tokens")] = 1.0,

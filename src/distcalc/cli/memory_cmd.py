@@ -20,6 +20,7 @@ from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLi
 from distcalc.zero3_config import Zero3Impl
 from distcalc.memory import Recipe
 from distcalc.memory.te_dummy_wgrad import DummyWgrad
+from distcalc.software import ContextParallelAlgorithm
 from distcalc.run_file import DEFAULTS
 from distcalc.cli.checks import check_float, check_ranges, training_rules
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -71,6 +72,10 @@ def register(app: typer.Typer) -> None:
             rich_help_panel=O, help="Transformer Engine 2.3+ with fused weight-gradient accumulation keeps one "
                                     "16-bit dummy weight gradient per distinct linear weight shape: linear (TE "
                                     "2.3-2.9), linear-and-grouped (TE 2.10+, MoE experts too)")] = DummyWgrad.NONE,
+        cp_algorithm: Annotated[ContextParallelAlgorithm, typer.Option(
+            rich_help_panel=O, help="context-parallel algorithm: PyTorch's (torch-allgather, torch-alltoall) "
+                                    "holds its K,V and FP32 gradient buffers during a layer's attention "
+                                    "(buffers line)")] = ContextParallelAlgorithm.RING,
         fsdp_shard_size: FsdpShardSizeOption = 0,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
         ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,

@@ -75,8 +75,9 @@ RING_MERGE_KERNELS = (3, 4)
 
 
 #: how a rank's causal attention splits into kernels under context parallelism (``layer_times(cp_split=…)``):
-#: one causal kernel (no CP, Ulysses), the ring's steps, or all-gather's two prefix kernels
-CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER = 0, 1, 2
+#: one causal kernel (no CP, Ulysses), the ring's steps, all-gather's two prefix kernels, or PyTorch's ring
+#: steps with its eager FP32 merges (:mod:`distcalc.compute.torch_cp`)
+CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER, CP_SPLIT_TORCH = 0, 1, 2, 3
 
 
 #: the package each non-default kernel is, for messages

@@ -89,14 +89,16 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, allgather_attention_times,
-                                        attention_dropout_overhead, flash_attention_times, ring_attention_times)
+from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, CP_SPLIT_TORCH,
+                                        allgather_attention_times, attention_dropout_overhead,
+                                        flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
 from distcalc.compute.grouped import expert_gemm_times
 from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_FORWARD_BYTES_PER_LOGIT,  # noqa: F401 (re-export)
                                    CrossEntropyKernel, cross_entropy_times)
 from distcalc.compute.mla import qkv_projections
+from distcalc.compute.torch_cp import torch_ring_layer_times
 from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
 from distcalc.compute.pytorch_layer import WGRAD_OUTPUT_BYTES, native_code_times, separate_gate_up, separate_qkv
@@ -197,6 +199,10 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
         ag_f, ag_b = (band * x for x in allgather_attention_times(device, batch, s, cp, d, dv))
     flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
     flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
+    if np.any(split == CP_SPLIT_TORCH):  # PyTorch's ring CP and its eager merges (compute.torch_cp)
+        torch_cp = torch_ring_layer_times(dims, device, b, s, t, cp)
+        flash_fwd = np.where(split == CP_SPLIT_TORCH, torch_cp.forward_s, flash_fwd)
+        flash_bwd = np.where(split == CP_SPLIT_TORCH, torch_cp.backward_s, flash_bwd)
     if dims.attention_dropout:  # the kernel's in-kernel dropout (distcalc.compute.attention)
         slower = 1.0 + attention_dropout_overhead(device)
         flash_fwd, flash_bwd = flash_fwd * slower, flash_bwd * slower

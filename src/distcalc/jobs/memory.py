@@ -17,6 +17,7 @@ from distcalc.memory.nccl_buffers import nccl_buffer_bytes
 from distcalc.memory.te_dummy_wgrad import DummyWgrad
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
+from distcalc.software import ContextParallelAlgorithm
 from distcalc.units import parse_size
 
 
@@ -58,6 +59,9 @@ class MemoryRequest(PipelineRequest, Zero3Fields):
                                          "global buffer (Megatron-LM GlobalMemoryBuffer)")
     te_dummy_wgrad: DummyWgrad = Field(DummyWgrad.NONE, description="Transformer Engine's cached dummy weight "
                                        "gradients: none, linear (TE 2.3-2.9), linear-and-grouped (TE 2.10+)")
+    cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="context-parallel "
+                                                   "algorithm; torch-allgather / torch-alltoall hold PyTorch "
+                                                   "ring CP's K,V and FP32 gradient buffers")
 
 
 def size_or_zero(text: str) -> int:
@@ -116,7 +120,7 @@ def run_memory(request: MemoryRequest, *, allow_files: bool = False) -> MemoryRu
                             step_bucket_bytes=parse_option(size_or_zero, request.step_bucket, "--step-bucket"),
                            zero_shard_size=request.fsdp_shard_size,
                             attention_score_buffer=request.attention_score_buffer,
-                            te_dummy_wgrad=request.te_dummy_wgrad,
+                            te_dummy_wgrad=request.te_dummy_wgrad, cp_algorithm=request.cp_algorithm,
                             deepspeed_zero3=request.deepspeed_zero3(config.pp) if config.zero_stage >= 3 else None)
     return MemoryRun(memory_report(spec, config, hardware.gpu, options), hardware, origin)
 

@@ -7,6 +7,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from distcalc.zero3_config import DeepSpeedZero3
 from distcalc.memory.states import Recipe
 from distcalc.memory.te_dummy_wgrad import DummyWgrad
+from distcalc.software import ContextParallelAlgorithm
 from distcalc.units import MIB
 
 
@@ -49,6 +50,9 @@ class MemoryOptions(BaseModel):
       experts too) adds them as a persistent line.
     * ``moe_token_factor`` 1.0: balanced routing (analyze passes its capacity factor or load imbalance:
       :func:`distcalc.analyze.options.moe_slot_factor`).
+    * ``cp_algorithm`` ``ring``: how context parallelism exchanges K,V; PyTorch's ring (``torch-allgather``,
+      ``torch-alltoall``) holds its rotated K,V and FP32 gradient buffers during a layer's attention
+      (:mod:`distcalc.memory.torch_cp`), in the buffers line; the other algorithms add no buffer here.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -71,3 +75,5 @@ class MemoryOptions(BaseModel):
                                        "gradients (one per distinct linear weight shape)")
     moe_token_factor: float = Field(1.0, gt=0, le=64, description="MoE routed slots of the busiest EP rank per "
                                     "mean routed token (capacity factor, or dropless load imbalance)")
+    cp_algorithm: ContextParallelAlgorithm = Field(ContextParallelAlgorithm.RING, description="context-parallel "
+                                                   "algorithm (PyTorch's holds K,V and FP32 gradient buffers)")

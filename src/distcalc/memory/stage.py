@@ -37,6 +37,8 @@ from distcalc.model.dims import ModelDims
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
 from distcalc.memory.te_dummy_wgrad import dummy_wgrad_bytes
+from distcalc.memory.torch_cp import torch_cp_buffer_bytes
+from distcalc.software import ContextParallelAlgorithm
 from distcalc.parallel import (
     Schedule, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
 )
@@ -76,6 +78,15 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
         start, stop = chunk_layer_range(dims.layers, stage + j * pp, pp, vpp, split)
         total = total + np.where(valid, dims.moe_layers_between(start, stop), 0)
     return total
+
+
+def _cp_buffers(dims: ModelDims, options: MemoryOptions, micro_batch, seq_len, tp, cp):
+    """PyTorch ring CP's buffers of one layer (:mod:`distcalc.memory.torch_cp`); 0 for the other algorithms."""
+    torch_cp = (ContextParallelAlgorithm.TORCH_ALLGATHER, ContextParallelAlgorithm.TORCH_ALLTOALL)
+    if options.cp_algorithm not in torch_cp:
+        return 0.0
+    return torch_cp_buffer_bytes(dims, micro_batch, seq_len, tp, cp,
+                                 options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER)
 
 
 def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
@@ -123,7 +134,7 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
         divisors=zero_divisors(zero, shard), expert_divisors=zero_divisors(zero, expert_shard),
         stored_dense=stored_dense, work_dense=work_dense, stored_moe=stored_moe, work_moe=work_moe,
         embedding_act=embedding_activation_bytes(dims, **act), output_act=hidden_out + logits, loss=loss,
-        score_buffer=score_buffer,
+        score_buffer=score_buffer, cp_buffers=_cp_buffers(dims, options, micro_batch, seq_len, tp, cp),
         gather_dense=np.where(z3 & (shard > 1), 1.0, 0.0), gather_expert=np.where(z3 & (expert_shard > 1), 1.0, 0.0),
         options=options,
     )
@@ -157,6 +168,7 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
         comm = options.comm_buffer_bytes + t["gather_dense"] * deepspeed_stage_buffer_bytes(
             dims, options.deepspeed_zero3, layers, layer_params + expert_params, t["embedding_params"],
             t["head_params"], t["tp"], t["weight_bytes"])
+    comm = comm + t["cp_buffers"]  # PyTorch ring CP's K,V and FP32 gradient buffers (memory.torch_cp)
     return dict(
         layers=layers, n_moe=n_moe, layer_params=layer_params, expert_params=expert_params,
         states_l=(w_l, g_l, o_l), states_e=(w_e, g_e, o_e), layer_states=w_l + g_l + o_l + w_e + g_e + o_e,
@@ -178,7 +190,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     average chunk), + one layer's recompute workspace, + embedding dropout mask (stage 0), + output layer,
     logits and fp32 loss workspace (stage pp−1), + the persistent attention-score buffer of a non-flash stack
     that keeps one (:func:`~distcalc.memory.activations.attention_score_buffer_bytes`, ``MemoryOptions``). Transformer
-    Engine's cached dummy weight gradients (:mod:`distcalc.memory.te_dummy_wgrad`). Buffers: NCCL buffers, ZeRO-3 gathered layer(s), CUDA
+    Engine's cached dummy weight gradients (:mod:`distcalc.memory.te_dummy_wgrad`). Buffers: NCCL buffers, ZeRO-3
+    gathered layer(s), PyTorch ring CP's K,V and FP32 gradient buffers (:mod:`distcalc.memory.torch_cp`), CUDA
     context, allocator reserve, the optimizer step's own tensors (:class:`MemoryOptions`).
     ``layer_terms``: :func:`stage_layer_terms` of a stage holding the same layers (computed when not given).
 
