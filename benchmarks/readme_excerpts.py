@@ -21,6 +21,8 @@ Usage: ``python benchmarks/readme_excerpts.py [FILE.md ...] [--timeout S] [--mat
 from __future__ import annotations
 
 import argparse
+import difflib
+import json
 import os
 import re
 import shlex
@@ -35,6 +37,7 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_TIMEOUT_S = 60.0
 MIN_COLUMNS = 80
+WIDE_COLUMNS = 200
 _BOX_CHARS = re.compile(r"[│┃┆┊║╎╏┏┓┗┛┣┫┳┻╋┡┩╇━─┌┐└┘├┤┬┴┼═╔╗╚╝╠╣╦╩╬╞╡╪╤╧╒╕╘╛]")
 _RULE_LINE = re.compile(r"^[\s│┃┏┓┗┛┣┫┳┻╋┡┩╇━─┌┐└┘├┤┬┴┼═╔╗╚╝╠╣╦╩╬╞╡╪╤╧╒╕╘╛]*$")
 _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$|\s+\(trimmed\)\s*$")
@@ -42,6 +45,8 @@ _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$|\s+\(trimmed\)\s*$")
 _WALL_CLOCK: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(duplicates skipped [\d,]+; )[\d.]+ (m?s)\b"), r"\1<wall clock>"),
 )
+_OUTPUT_COMMENT = re.compile(r"(^|\s{2,})#\s.*$")
+_JSON_SUMMARY = re.compile(r"^\w+ [-+]?[\d.]+(e[-+]?\d+)?(, \w+ [-+]?[\d.]+(e[-+]?\d+)?)*$")
 _SHELL_FENCES = ("", "console", "text", "shell", "bash", "sh")
 _FILE_ARG = re.compile(r"\.(json|yaml|yml|log|csv)$")
 # (reason, predicate on the command text); the first match wins
@@ -62,6 +67,7 @@ class Excerpt:
     line_no: int
     command: str
     shown: list[str] = field(default_factory=list)
+    shown_line_no: int = 0  # line number of the first shown output line
 
 
 @dataclass
@@ -108,6 +114,8 @@ def parse_excerpts(path: Path) -> list[Excerpt]:
                 current = None
             continue
         if current is not None:
+            if not current.shown:
+                current.shown_line_no = line_no
             current.shown.append(line)
     for excerpt in excerpts:
         excerpt.command = _TRAILING_COMMENT.sub("", excerpt.command).strip()
@@ -139,12 +147,20 @@ def normalise(line: str) -> str:
     return text
 
 
-def _compared(line: str) -> bool:
-    """False for blank lines, table rules and the marks that say an excerpt was trimmed."""
+def _without_comment(line: str) -> str:
+    """An output line without the reader's note after it (``  # ...``); table lines are kept whole."""
+    return line if _BOX_CHARS.search(line) else _OUTPUT_COMMENT.sub("", line)
+
+
+def _is_trim_mark(line: str) -> bool:
     stripped = line.strip()
-    if not stripped or _RULE_LINE.match(line):
-        return False
-    return not (stripped.startswith("(trimmed") or "..." in stripped or "…" in stripped)
+    return stripped.startswith("(trimmed") or "..." in stripped or "…" in stripped
+
+
+def _compared(line: str) -> bool:
+    """False for blank lines, notes, table rules and the marks that say an excerpt was trimmed."""
+    line = _without_comment(line)
+    return bool(line.strip()) and not _RULE_LINE.match(line) and not _is_trim_mark(line)
 
 
 def missing_lines(shown: list[str], real_output: str) -> list[str]:
@@ -156,13 +172,43 @@ def missing_lines(shown: list[str], real_output: str) -> list[str]:
     for line in shown:
         if not _compared(line):
             continue
-        wanted = normalise(line)
+        wanted = normalise(_without_comment(line))
         if wanted in real:
             continue
         if _BOX_CHARS.search(line) and any(row.startswith(wanted) for row in real_table_rows):
             continue
+        if _JSON_SUMMARY.match(wanted) and _json_summary_holds(wanted, real_output):
+            continue
         missing.append(line)
     return missing
+
+
+def _json_numbers(value: object, found: dict[str, list[float]]) -> dict[str, list[float]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, (int, float)) and not isinstance(item, bool):
+                found.setdefault(key, []).append(float(item))
+            else:
+                _json_numbers(item, found)
+    elif isinstance(value, list):
+        for item in value:
+            _json_numbers(item, found)
+    return found
+
+
+def _json_summary_holds(summary: str, real_output: str) -> bool:
+    """Whether a shown ``key value, key value`` summary of ``--json`` output matches it to the digits shown."""
+    try:
+        numbers = _json_numbers(json.loads(real_output), {})
+    except ValueError:
+        return False
+    for pair in summary.split(", "):
+        key, shown = pair.split(" ")
+        decimals = len(shown.split(".")[1]) if "." in shown and "e" not in shown else 0
+        tolerance = 0.5 * 10.0**-decimals if "e" not in shown else abs(float(shown)) * 1e-6
+        if not any(abs(value - float(shown)) <= tolerance * (1 + 1e-9) for value in numbers.get(key, [])):
+            return False
+    return True
 
 
 def _columns_for(excerpt: Excerpt) -> int:
@@ -172,41 +218,104 @@ def _columns_for(excerpt: Excerpt) -> int:
 def _distcalc_shim(directory: Path) -> Path:
     """A ``distcalc`` script in ``directory`` that runs this interpreter's distcalc console entry point."""
     script = directory / "distcalc"
-    script.write_text(
-        f'#!/bin/sh\nexec "{sys.executable}" -c "from distcalc.cli import main; main()" "$@"\n', encoding="utf-8"
-    )
+    script.write_text(f"#!{sys.executable}\nfrom distcalc.cli import main\n\nmain()\n", encoding="utf-8")
     script.chmod(0o755)
     return directory
 
 
-def check_excerpt(excerpt: Excerpt, timeout_s: float = DEFAULT_TIMEOUT_S, cwd: Path = REPO_ROOT) -> Outcome:
-    """Run one excerpt's command (unless it is skipped) and compare its shown lines with the real output."""
-    reason = skip_reason(excerpt.command, cwd)
-    if reason is not None:
-        return Outcome(excerpt=excerpt, skipped=reason)
+def _run(command: str, columns: int, cwd: Path, timeout_s: float) -> tuple[str, float]:
+    """The combined stdout and stderr of ``command`` run by bash at a terminal width, and its wall time."""
     with tempfile.TemporaryDirectory() as shim_dir:
         env = dict(os.environ)
         env["PATH"] = f"{_distcalc_shim(Path(shim_dir))}{os.pathsep}{env.get('PATH', '')}"
-        env["COLUMNS"] = str(_columns_for(excerpt))
+        env["COLUMNS"] = str(columns)
         env.pop("NO_COLOR", None)
         env["TERM"] = "dumb"
         started = time.perf_counter()
+        completed = subprocess.run(
+            ["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+        return completed.stdout + completed.stderr, time.perf_counter() - started
+
+
+def check_excerpt(excerpt: Excerpt, timeout_s: float = DEFAULT_TIMEOUT_S, cwd: Path = REPO_ROOT) -> Outcome:
+    """Run one excerpt's command (unless it is skipped) and compare its shown lines with the real output.
+
+    The command runs at the excerpt's width; when lines are missing it runs again at ``WIDE_COLUMNS`` (the
+    excerpt may have been captured on a wider terminal than its widest table) and the closer output is kept.
+    """
+    reason = skip_reason(excerpt.command, cwd)
+    if reason is not None:
+        return Outcome(excerpt=excerpt, skipped=reason)
+    best: Outcome | None = None
+    for columns in dict.fromkeys((_columns_for(excerpt), WIDE_COLUMNS)):
         try:
-            completed = subprocess.run(
-                ["bash", "-c", excerpt.command],
-                cwd=cwd,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
+            real, elapsed_s = _run(excerpt.command, columns, cwd, timeout_s)
         except subprocess.TimeoutExpired:
             return Outcome(excerpt=excerpt, skipped=f"ran past the {timeout_s:g} s timeout")
-        elapsed_s = time.perf_counter() - started
-    real = completed.stdout + completed.stderr
-    return Outcome(
-        excerpt=excerpt, missing=missing_lines(excerpt.shown, real), run_time_s=elapsed_s, real_output=real
-    )
+        outcome = Outcome(
+            excerpt=excerpt, missing=missing_lines(excerpt.shown, real), run_time_s=elapsed_s, real_output=real
+        )
+        if best is None or len(outcome.missing) < len(best.missing):
+            best = outcome
+        if not best.missing:
+            break
+    assert best is not None
+    return best
+
+
+_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
+
+
+def _line_key(line: str) -> str:
+    """What stays when a line's figures change: rules keep their corner characters, text lines lose numbers."""
+    if _RULE_LINE.match(line):
+        return "".join(sorted(set(line.strip())))
+    return _NUMBER.sub("#", normalise(line))
+
+
+def refreshed_lines(shown: list[str], real_output: str) -> tuple[list[str], list[str]]:
+    """The shown lines with each stale one replaced by its counterpart in the real output, and those left stale.
+
+    Shown and real lines are aligned on their keys (text with the figures masked); a stale line whose key
+    matches a real line at the aligned place, or that is at least 60 % similar to the real line paired with it,
+    takes that real line. Trimming marks and lines already in the real output stay as they are; the count of
+    lines never changes, so the excerpt keeps its trimming. An excerpt that shows the whole output (as many lines,
+    no trimming mark) takes the whole real output.
+    """
+    real_lines = [line.rstrip() for line in real_output.splitlines()]
+    while real_lines and not real_lines[-1]:
+        real_lines.pop()
+    if len(real_lines) == len(shown) and not any(_is_trim_mark(line) for line in shown):
+        return real_lines, []  # the excerpt shows the whole output
+    stale = {i for i, line in enumerate(shown) if line in missing_lines([line], real_output)}
+    new = list(shown)
+    matcher = difflib.SequenceMatcher(None, [_line_key(l) for l in shown], [_line_key(l) for l in real_lines], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for offset in range(min(i2 - i1, j2 - j1)):
+            i, j = i1 + offset, j1 + offset
+            if i not in stale and not (_RULE_LINE.match(shown[i]) and shown[i].strip()):
+                continue
+            if tag == "equal" or difflib.SequenceMatcher(None, normalise(shown[i]), normalise(real_lines[j])).ratio() >= 0.6:
+                new[i] = real_lines[j]
+    left = [line for i, line in enumerate(new) if i in stale and line in missing_lines([line], real_output)]
+    return new, left
+
+
+def refresh_file(path: Path, outcomes: list[Outcome]) -> list[str]:
+    """Rewrite the stale excerpts of ``path`` in place; returns the shown lines that could not be refreshed."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    unresolved = []
+    for outcome in outcomes:
+        if outcome.excerpt.path != path or not outcome.stale:
+            continue
+        excerpt = outcome.excerpt
+        new, left = refreshed_lines(excerpt.shown, outcome.real_output)
+        start = excerpt.shown_line_no - 1
+        lines[start : start + len(new)] = new
+        unresolved.extend(f"{path.name}:{excerpt.line_no}: {line.strip()[:200]}" for line in left)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return unresolved
 
 
 def default_files(root: Path = REPO_ROOT) -> list[Path]:
@@ -238,16 +347,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
     parser.add_argument("--match", default="", help="only excerpts whose command contains this text")
     parser.add_argument("--verbose", action="store_true", help="print the real output of stale excerpts")
+    parser.add_argument("--refresh", action="store_true", help="rewrite stale lines with the real output, in place")
     args = parser.parse_args(argv)
     if shutil.which("bash") is None:
         print("error: bash is needed to run the excerpts", file=sys.stderr)
         return 2
     outcomes = []
-    for path in args.files or default_files():
+    paths = args.files or default_files()
+    for path in paths:
         for excerpt in parse_excerpts(path):
             if args.match in excerpt.command:
                 outcomes.append(check_excerpt(excerpt, args.timeout))
     print(_report(outcomes, args.verbose))
+    if args.refresh:
+        unresolved = [line for path in paths for line in refresh_file(path, outcomes)]
+        print(f"refreshed {sum(o.stale for o in outcomes)} excerpts; {len(unresolved)} lines need a hand:")
+        print("\n".join(f"    {line}" for line in unresolved))
     return 1 if any(o.stale for o in outcomes) else 0
 
 
