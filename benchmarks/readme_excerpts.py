@@ -1,7 +1,7 @@
 """Check that the console excerpts in README.md and docs/examples/*.md still match what distcalc prints.
 
-An excerpt is a ``$ distcalc ...`` line inside a ```` ```console ```` (or plain) fence (continued on the next lines when it
-ends with a backslash) and the output lines shown after it, up to the next ``$`` line or the end of the fence.
+An excerpt is a ``$ distcalc ...`` line inside a ```` ```console ```` (or plain) fence (continued on the next
+lines when it ends with a backslash) and the output lines shown after it, up to the next ``$`` line or the end of the fence.
 Every complete command is run in a shell (``distcalc`` resolved to the interpreter's own console script, so
 ``PYTHONPATH`` picks the sources) with ``COLUMNS`` set to the excerpt's widest line (at least 80), and every
 shown output line must appear in the real output. Lines are compared after normalising: box-drawing
@@ -14,8 +14,15 @@ Commands that cannot run here are skipped, each with its reason: elided commands
 write files or plots, start servers or torch/torchrun jobs, read files that are not in the repository, or
 need the Hugging Face cache. A command that runs past the per-command timeout is reported as skipped too.
 
-Usage: ``python benchmarks/readme_excerpts.py [FILE.md ...] [--timeout S] [--match TEXT] [--verbose]``
-(default files: README.md and docs/examples/*.md; exit code 1 when a shown line is stale).
+A reader's note is not compared: a line starting ``# `` and ``  # ...`` after an output line. An elided
+command (``$ ... --flag``) is listed as skipped. A shown ``key value, key value`` line under a ``--json``
+command is a summary; each value must equal the JSON's value of that key to the digits shown. The search's
+own wall-clock figure is masked.
+
+Usage: ``python benchmarks/readme_excerpts.py [FILE.md ...] [--timeout S] [--match TEXT] [--verbose] [--refresh]``
+(default files: README.md and docs/examples/*.md; exit code 1 when a shown line is stale). ``--refresh``
+rewrites each stale line with its counterpart in the real output (aligned on the text with figures masked)
+and lists the lines it could not place; review the diff, since a reordered table needs a hand.
 """
 
 from __future__ import annotations
@@ -47,15 +54,16 @@ _WALL_CLOCK: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _OUTPUT_COMMENT = re.compile(r"(^|\s{2,})#\s.*$")
 _JSON_SUMMARY = re.compile(r"^\w+ [-+]?[\d.]+(e[-+]?\d+)?(, \w+ [-+]?[\d.]+(e[-+]?\d+)?)*$")
+_ENV_PREFIX = re.compile(r"^(?:[A-Z_]+=\S*\s+)+")
 _SHELL_FENCES = ("", "console", "text", "shell", "bash", "sh")
 _FILE_ARG = re.compile(r"\.(json|yaml|yml|log|csv)$")
 # (reason, predicate on the command text); the first match wins
 _SKIP_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("elided command (...)", re.compile(r"\.\.\.|…")),
-    ("starts a web server", re.compile(r"^distcalc serve\b")),
-    ("runs torch / multi-process benchmarks", re.compile(r"^distcalc bench\b|torchrun")),
-    ("writes a file or a plot", re.compile(r"--output\b|--plot\b|\s>\s|^distcalc calibrate\b")),
-    ("not a distcalc command", re.compile(r"^(?!distcalc\b)")),
+    ("starts a web server", re.compile(r"\bdistcalc serve\b")),
+    ("runs torch / multi-process benchmarks", re.compile(r"\bdistcalc bench\b|torchrun")),
+    ("writes a file or a plot", re.compile(r"--output\b|--plot\b|\s>\s|\bdistcalc calibrate\b")),
+    ("not a distcalc command", re.compile(r"^(?!(?:[A-Z_]+=\S*\s+)*distcalc\b)")),
 )
 
 
@@ -106,8 +114,10 @@ def parse_excerpts(path: Path) -> list[Excerpt]:
             continue
         if line.startswith("$ "):
             text = line[2:]
+            if text.startswith(("... ", "… ")):
+                text = "distcalc " + text  # "the command above, plus": an elided distcalc command
             continuing = text.rstrip().endswith("\\")
-            if text.startswith("distcalc"):
+            if _ENV_PREFIX.sub("", text).startswith("distcalc"):
                 current = Excerpt(path=path, line_no=line_no, command=text.rstrip().rstrip("\\").strip())
                 excerpts.append(current)
             else:
