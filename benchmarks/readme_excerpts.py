@@ -11,8 +11,9 @@ cell differently; a shown table line therefore also matches when its cells are t
 row.
 
 Commands that cannot run here are skipped, each with its reason: elided commands (``...``), commands that
-write files or plots, start servers or torch/torchrun jobs, read files that are not in the repository, or
-need the Hugging Face cache. A command that runs past the per-command timeout is reported as skipped too.
+write files or plots, start servers or torch/torchrun jobs, read files that are neither in the repository nor
+shown earlier in the same markdown file by ``$ cat NAME`` (those are written out for the run), or need the
+Hugging Face cache. A command that runs past the per-command timeout is reported as skipped too.
 
 A reader's note is not compared: a line starting ``# `` and ``  # ...`` after an output line. An elided
 command (``$ ... --flag``) is listed as skipped. A shown ``key value, key value`` line under a ``--json``
@@ -54,6 +55,7 @@ _WALL_CLOCK: tuple[tuple[re.Pattern[str], str], ...] = (
 )
 _OUTPUT_COMMENT = re.compile(r"(^|\s{2,})#\s.*$")
 _JSON_SUMMARY = re.compile(r"^\w+ [-+]?[\d.]+(e[-+]?\d+)?(, \w+ [-+]?[\d.]+(e[-+]?\d+)?)*$")
+_CAT = re.compile(r"^cat ([\w.-]+)\s*$")
 _ENV_PREFIX = re.compile(r"^(?:[A-Z_]+=\S*\s+)+")
 _SHELL_FENCES = ("", "console", "text", "shell", "bash", "sh")
 _FILE_ARG = re.compile(r"\.(json|yaml|yml|log|csv)$")
@@ -76,6 +78,7 @@ class Excerpt:
     command: str
     shown: list[str] = field(default_factory=list)
     shown_line_no: int = 0  # line number of the first shown output line
+    files: dict[str, str] = field(default_factory=dict)  # files the markdown shows with ``$ cat NAME`` before it
 
 
 @dataclass
@@ -100,11 +103,13 @@ def parse_excerpts(path: Path) -> list[Excerpt]:
     shell_fence = False
     current: Excerpt | None = None
     continuing = False
+    shown_files: dict[str, list[str]] = {}
+    cat_lines: list[str] | None = None
     for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if line.startswith("```"):
             in_fence = not in_fence
             shell_fence = in_fence and line.strip()[3:] in _SHELL_FENCES
-            current, continuing = None, False
+            current, continuing, cat_lines = None, False, None
             continue
         if not shell_fence:
             continue
@@ -114,15 +119,22 @@ def parse_excerpts(path: Path) -> list[Excerpt]:
             continue
         if line.startswith("$ "):
             text = line[2:]
+            cat = _CAT.match(text)
+            cat_lines = shown_files.setdefault(cat.group(1), []) if cat else None
             if text.startswith(("... ", "… ")):
                 text = "distcalc " + text  # "the command above, plus": an elided distcalc command
             continuing = text.rstrip().endswith("\\")
             if _ENV_PREFIX.sub("", text).startswith("distcalc"):
-                current = Excerpt(path=path, line_no=line_no, command=text.rstrip().rstrip("\\").strip())
+                files = {name: "\n".join(lines) + "\n" for name, lines in shown_files.items()}
+                current = Excerpt(
+                    path=path, line_no=line_no, command=text.rstrip().rstrip("\\").strip(), files=files
+                )
                 excerpts.append(current)
             else:
                 current = None
             continue
+        if cat_lines is not None:
+            cat_lines.append(line)
         if current is not None:
             if not current.shown:
                 current.shown_line_no = line_no
@@ -132,8 +144,8 @@ def parse_excerpts(path: Path) -> list[Excerpt]:
     return excerpts
 
 
-def skip_reason(command: str, cwd: Path = REPO_ROOT) -> str | None:
-    """Why ``command`` is not run here, or None when it is."""
+def skip_reason(command: str, cwd: Path = REPO_ROOT, files: tuple[str, ...] = ()) -> str | None:
+    """Why ``command`` is not run here, or None when it is (``files``: names the markdown shows with ``cat``)."""
     for reason, pattern in _SKIP_RULES:
         if pattern.search(command):
             return reason
@@ -142,7 +154,7 @@ def skip_reason(command: str, cwd: Path = REPO_ROOT) -> str | None:
     except ValueError:
         return "cannot be parsed as a shell command"
     for previous, word in zip([""] + words, words):
-        if _FILE_ARG.search(word) and not (cwd / word).exists() and not word.startswith("/"):
+        if _FILE_ARG.search(word) and not (cwd / word).exists() and not word.startswith("/") and word not in files:
             return f"needs the file {word}, which is not in the repository"
         if previous == "--model" and word.count("/") == 1 and not (cwd / word).exists():
             return f"needs {word} in the local Hugging Face cache"
@@ -233,9 +245,26 @@ def _distcalc_shim(directory: Path) -> Path:
     return directory
 
 
-def _run(command: str, columns: int, cwd: Path, timeout_s: float) -> tuple[str, float]:
-    """The combined stdout and stderr of ``command`` run by bash at a terminal width, and its wall time."""
-    with tempfile.TemporaryDirectory() as shim_dir:
+def _workdir(directory: Path, cwd: Path, files: dict[str, str]) -> Path:
+    """``directory`` with links to every entry of ``cwd`` and the files the markdown shows, written out."""
+    for entry in cwd.iterdir():
+        if entry.name not in files:
+            (directory / entry.name).symlink_to(entry)
+    for name, text in files.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return directory
+
+
+def _run(
+    command: str, columns: int, cwd: Path, timeout_s: float, files: dict[str, str] | None = None
+) -> tuple[str, float]:
+    """The combined stdout and stderr of ``command`` run by bash at a terminal width, and its wall time.
+
+    With ``files`` the command runs in a scratch directory that links ``cwd``'s entries and holds those files.
+    """
+    with tempfile.TemporaryDirectory() as shim_dir, tempfile.TemporaryDirectory() as scratch:
+        if files:
+            cwd = _workdir(Path(scratch), cwd, files)
         env = dict(os.environ)
         env["PATH"] = f"{_distcalc_shim(Path(shim_dir))}{os.pathsep}{env.get('PATH', '')}"
         env["COLUMNS"] = str(columns)
@@ -254,13 +283,14 @@ def check_excerpt(excerpt: Excerpt, timeout_s: float = DEFAULT_TIMEOUT_S, cwd: P
     The command runs at the excerpt's width; when lines are missing it runs again at ``WIDE_COLUMNS`` (the
     excerpt may have been captured on a wider terminal than its widest table) and the closer output is kept.
     """
-    reason = skip_reason(excerpt.command, cwd)
+    used = {name: text for name, text in excerpt.files.items() if name in excerpt.command.split()}
+    reason = skip_reason(excerpt.command, cwd, tuple(used))
     if reason is not None:
         return Outcome(excerpt=excerpt, skipped=reason)
     best: Outcome | None = None
     for columns in dict.fromkeys((_columns_for(excerpt), WIDE_COLUMNS)):
         try:
-            real, elapsed_s = _run(excerpt.command, columns, cwd, timeout_s)
+            real, elapsed_s = _run(excerpt.command, columns, cwd, timeout_s, used)
         except subprocess.TimeoutExpired:
             return Outcome(excerpt=excerpt, skipped=f"ran past the {timeout_s:g} s timeout")
         outcome = Outcome(

@@ -21,10 +21,11 @@ sys.modules["readme_excerpts"] = readme_excerpts
 _SPEC.loader.exec_module(readme_excerpts)
 
 # (file, the excerpt's command as the checker reads it, or its start when not exact): quick commands covering analyze, memory errors,
-# collective, simulate, search and validate output
+# a run file, collective, simulate, search and validate output
 FAST_EXCERPTS = (
     ("README.md", "distcalc analyze"),
     ("README.md", "distcalc memory --model llama3-8x"),
+    ("README.md", "distcalc analyze --config run.yaml"),  # run.yaml: the file the README shows with `cat`
     ("README.md", "distcalc collective all-reduce --topology hierarchical --gpus 64 --gpus-per-node 8 --size 1GiB"),
     ("README.md", "distcalc simulate all-reduce --topology torus --gpus 16 --size 1MiB --bandwidth 100GB/s"),
     ("README.md", "distcalc search --model gpt3-175b --cluster dgx-a100 --gpus 64 --global-batch 64 --seq-len 2048 --top 5"),
