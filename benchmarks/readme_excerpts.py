@@ -20,16 +20,14 @@ command (``$ ... --flag``) is listed as skipped. A shown ``key value, key value`
 command is a summary; each value must equal the JSON's value of that key to the digits shown. The search's
 own wall-clock figure is masked.
 
-Usage: ``python benchmarks/readme_excerpts.py [FILE.md ...] [--timeout S] [--match TEXT] [--verbose] [--refresh]``
-(default files: README.md and docs/examples/*.md; exit code 1 when a shown line is stale). ``--refresh``
-rewrites each stale line with its counterpart in the real output (aligned on the text with figures masked)
-and lists the lines it could not place; review the diff, since a reordered table needs a hand.
+Usage: ``python benchmarks/readme_excerpts.py [FILE.md ...] [--timeout S] [--match TEXT] [--verbose]``
+(default files: README.md and docs/examples/*.md; exit code 1 when a shown line is stale).
+``benchmarks/readme_refresh.py`` (same options) rewrites the stale lines.
 """
 
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import re
@@ -47,7 +45,7 @@ DEFAULT_TIMEOUT_S = 60.0
 MIN_COLUMNS = 80
 WIDE_COLUMNS = 200
 _BOX_CHARS = re.compile(r"[│┃┆┊║╎╏┏┓┗┛┣┫┳┻╋┡┩╇━─┌┐└┘├┤┬┴┼═╔╗╚╝╠╣╦╩╬╞╡╪╤╧╒╕╘╛]")
-_RULE_LINE = re.compile(r"^[\s│┃┏┓┗┛┣┫┳┻╋┡┩╇━─┌┐└┘├┤┬┴┼═╔╗╚╝╠╣╦╩╬╞╡╪╤╧╒╕╘╛]*$")
+RULE_LINE = re.compile(r"^[\s│┃┏┓┗┛┣┫┳┻╋┡┩╇━─┌┐└┘├┤┬┴┼═╔╗╚╝╠╣╦╩╬╞╡╪╤╧╒╕╘╛]*$")
 _TRAILING_COMMENT = re.compile(r"\s{2,}#.*$|\s+\(trimmed\)\s*$")
 # figures that are wall-clock time of the run itself, not results: masked before comparing
 _WALL_CLOCK: tuple[tuple[re.Pattern[str], str], ...] = (
@@ -174,7 +172,7 @@ def _without_comment(line: str) -> str:
     return line if _BOX_CHARS.search(line) else _OUTPUT_COMMENT.sub("", line)
 
 
-def _is_trim_mark(line: str) -> bool:
+def is_trim_mark(line: str) -> bool:
     stripped = line.strip()
     return stripped.startswith("(trimmed") or "..." in stripped or "…" in stripped
 
@@ -182,7 +180,7 @@ def _is_trim_mark(line: str) -> bool:
 def _compared(line: str) -> bool:
     """False for blank lines, notes, table rules and the marks that say an excerpt was trimmed."""
     line = _without_comment(line)
-    return bool(line.strip()) and not _RULE_LINE.match(line) and not _is_trim_mark(line)
+    return bool(line.strip()) and not RULE_LINE.match(line) and not is_trim_mark(line)
 
 
 def missing_lines(shown: list[str], real_output: str) -> list[str]:
@@ -304,65 +302,25 @@ def check_excerpt(excerpt: Excerpt, timeout_s: float = DEFAULT_TIMEOUT_S, cwd: P
     return best
 
 
-_NUMBER = re.compile(r"[-+]?\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
-
-
-def _line_key(line: str) -> str:
-    """What stays when a line's figures change: rules keep their corner characters, text lines lose numbers."""
-    if _RULE_LINE.match(line):
-        return "".join(sorted(set(line.strip())))
-    return _NUMBER.sub("#", normalise(line))
-
-
-def refreshed_lines(shown: list[str], real_output: str) -> tuple[list[str], list[str]]:
-    """The shown lines with each stale one replaced by its counterpart in the real output, and those left stale.
-
-    Shown and real lines are aligned on their keys (text with the figures masked); a stale line whose key
-    matches a real line at the aligned place, or that is at least 60 % similar to the real line paired with it,
-    takes that real line. Trimming marks and lines already in the real output stay as they are; the count of
-    lines never changes, so the excerpt keeps its trimming. An excerpt that shows the whole output (as many lines,
-    no trimming mark) takes the whole real output.
-    """
-    real_lines = [line.rstrip() for line in real_output.splitlines()]
-    while real_lines and not real_lines[-1]:
-        real_lines.pop()
-    if len(real_lines) == len(shown) and not any(_is_trim_mark(line) for line in shown):
-        return real_lines, []  # the excerpt shows the whole output
-    stale = {i for i, line in enumerate(shown) if line in missing_lines([line], real_output)}
-    new = list(shown)
-    matcher = difflib.SequenceMatcher(None, [_line_key(l) for l in shown], [_line_key(l) for l in real_lines], autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        for offset in range(min(i2 - i1, j2 - j1)):
-            i, j = i1 + offset, j1 + offset
-            if i not in stale and not (_RULE_LINE.match(shown[i]) and shown[i].strip()):
-                continue
-            if tag == "equal" or difflib.SequenceMatcher(None, normalise(shown[i]), normalise(real_lines[j])).ratio() >= 0.6:
-                new[i] = real_lines[j]
-    left = [line for i, line in enumerate(new) if i in stale and line in missing_lines([line], real_output)]
-    return new, left
-
-
-def refresh_file(path: Path, outcomes: list[Outcome]) -> list[str]:
-    """Rewrite the stale excerpts of ``path`` in place; returns the shown lines that could not be refreshed."""
-    lines = path.read_text(encoding="utf-8").splitlines()
-    unresolved = []
-    for outcome in outcomes:
-        if outcome.excerpt.path != path or not outcome.stale:
-            continue
-        excerpt = outcome.excerpt
-        new, left = refreshed_lines(excerpt.shown, outcome.real_output)
-        start = excerpt.shown_line_no - 1
-        lines[start : start + len(new)] = new
-        unresolved.extend(f"{path.name}:{excerpt.line_no}: {line.strip()[:200]}" for line in left)
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return unresolved
-
-
 def default_files(root: Path = REPO_ROOT) -> list[Path]:
     return [root / "README.md"] + sorted((root / "docs" / "examples").glob("*.md"))
 
 
-def _report(outcomes: list[Outcome], verbose: bool) -> str:
+def check_files(paths: list[Path], match: str = "", timeout_s: float = DEFAULT_TIMEOUT_S) -> list[Outcome]:
+    """Check every excerpt of ``paths`` whose command contains ``match``."""
+    return [check_excerpt(e, timeout_s) for path in paths for e in parse_excerpts(path) if match in e.command]
+
+
+def command_line(description: str) -> argparse.ArgumentParser:
+    """The options the checker and the refresher share."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md, docs/examples/*.md)")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
+    parser.add_argument("--match", default="", help="only excerpts whose command contains this text")
+    return parser
+
+
+def report(outcomes: list[Outcome], verbose: bool) -> str:
     lines = []
     for outcome in outcomes:
         where = f"{outcome.excerpt.path.name}:{outcome.excerpt.line_no}"
@@ -382,27 +340,14 @@ def _report(outcomes: list[Outcome], verbose: bool) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("files", nargs="*", type=Path, help="markdown files (default: README.md, docs/examples/*.md)")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S, help="seconds per command")
-    parser.add_argument("--match", default="", help="only excerpts whose command contains this text")
+    parser = command_line(__doc__.splitlines()[0])
     parser.add_argument("--verbose", action="store_true", help="print the real output of stale excerpts")
-    parser.add_argument("--refresh", action="store_true", help="rewrite stale lines with the real output, in place")
     args = parser.parse_args(argv)
     if shutil.which("bash") is None:
         print("error: bash is needed to run the excerpts", file=sys.stderr)
         return 2
-    outcomes = []
-    paths = args.files or default_files()
-    for path in paths:
-        for excerpt in parse_excerpts(path):
-            if args.match in excerpt.command:
-                outcomes.append(check_excerpt(excerpt, args.timeout))
-    print(_report(outcomes, args.verbose))
-    if args.refresh:
-        unresolved = [line for path in paths for line in refresh_file(path, outcomes)]
-        print(f"refreshed {sum(o.stale for o in outcomes)} excerpts; {len(unresolved)} lines need a hand:")
-        print("\n".join(f"    {line}" for line in unresolved))
+    outcomes = check_files(args.files or default_files(), args.match, args.timeout)
+    print(report(outcomes, args.verbose))
     return 1 if any(o.stale for o in outcomes) else 0
 
 

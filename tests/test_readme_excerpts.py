@@ -19,6 +19,10 @@ assert _SPEC is not None and _SPEC.loader is not None
 readme_excerpts = importlib.util.module_from_spec(_SPEC)
 sys.modules["readme_excerpts"] = readme_excerpts
 _SPEC.loader.exec_module(readme_excerpts)
+_REFRESH_SPEC = importlib.util.spec_from_file_location("readme_refresh", REPO_ROOT / "benchmarks" / "readme_refresh.py")
+assert _REFRESH_SPEC is not None and _REFRESH_SPEC.loader is not None
+readme_refresh = importlib.util.module_from_spec(_REFRESH_SPEC)
+_REFRESH_SPEC.loader.exec_module(readme_refresh)
 
 # (file, the excerpt's command as the checker reads it, or its start when not exact): quick commands covering analyze, memory errors,
 # a run file, collective, simulate, search and validate output
@@ -53,7 +57,7 @@ def test_fast_excerpt_matches_real_output(file_name: str, command_start: str) ->
     assert excerpt.shown, "the excerpt shows no output"
     assert not outcome.missing, (
         f"{file_name}:{excerpt.line_no} is stale; refresh it with "
-        f"`python benchmarks/readme_excerpts.py {file_name} --match '{command_start[:40]}' --refresh`:\n"
+        f"`python benchmarks/readme_refresh.py {file_name} --match '{command_start[:40]}'`:\n"
         + "\n".join(outcome.missing)
     )
 
@@ -90,7 +94,7 @@ def test_checker_catches_a_changed_table_cell_and_refreshes_it(tmp_path: Path) -
     path, edited = _edited_copy(tmp_path, change_cell)
     outcome = readme_excerpts.check_excerpt(edited, TIMEOUT_S)
     assert len(outcome.missing) == 1 and "send/revc" in outcome.missing[0]
-    assert readme_excerpts.refresh_file(path, [outcome]) == []
+    assert readme_refresh.refresh_file(path, [outcome]) == []
     assert "send/recv" in path.read_text(encoding="utf-8")
     (again,) = readme_excerpts.parse_excerpts(path)
     assert not readme_excerpts.check_excerpt(again, TIMEOUT_S).missing
