@@ -223,7 +223,6 @@ def test_zero_bubble_memory_sweep_agrees_in_decimal_gb_not_in_gib():
     # the printed memories of 13 further 1F1B runs (11-72 GB: model states dominate at small m, activations at
     # large m) against distcalc's allocated peak: read as 10^9 B they scatter around zero within the rounding of
     # an integer print; read as GiB they are all above the model by about 1 - 10^9/2^30 = 6.9 %
-    import dataclasses
 
     from distcalc.units import GIB
 
