@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distcalc.analyze.blocks import key_table, run_block
+from distcalc.analyze.block_rows import key_table, run_block
 from distcalc.cluster import load_cluster
 from distcalc.compute import model_dims
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING

@@ -44,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
-                                     micro_batch_block, run_block, stage_moe_layers)
+from distcalc.analyze.block_rows import key_table, run_block
+from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, micro_batch_block,
+                                     stage_moe_layers)
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
