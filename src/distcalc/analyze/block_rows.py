@@ -1,14 +1,19 @@
 """The vectorisation of the step-time blocks (:mod:`distcalc.analyze.blocks`): a block depends on few configuration
 fields, so it is evaluated once per distinct combination of those fields (:func:`dedupe`, :func:`key_table`) and
-its results broadcast back to the batch (:func:`run_block`). Pure bookkeeping: no physics lives here."""
+its record of terms (:mod:`distcalc.analyze.block_terms`) broadcast back to the batch (:func:`run_block`). Pure
+bookkeeping: no physics lives here."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import fields, is_dataclass, replace
+from typing import Any, Callable, TypeVar
 
 import numpy as np
 
+from distcalc.analyze.block_terms import PER_ROW
 from distcalc.shaped import float_of_shape
+
+R = TypeVar("R")
 
 
 def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
@@ -82,15 +87,38 @@ def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.asarray(v).ravel()[first] for k, v in c.items()}
 
 
-def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tuple[int, ...]) -> dict[str, Any]:
-    """Evaluate ``block`` on the distinct rows of ``key`` and broadcast the array results back to ``shape``."""
+_PER_ROW_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _per_row_fields(cls: type) -> tuple[str, ...]:
+    """The names of ``cls``'s fields that hold arrays over rows (all but those declared ``kept``)."""
+    names = _PER_ROW_FIELDS.get(cls)
+    if names is None:
+        names = _PER_ROW_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.metadata.get(PER_ROW, True))
+    return names
+
+
+def broadcast_record(record: R, to_rows: Callable[[Any], np.ndarray]) -> R:
+    """``record`` (a dataclass) with ``to_rows`` applied to each per-row field; a field holding a dataclass is
+    broadcast the same way, ``None`` and the :func:`~distcalc.analyze.block_terms.kept` fields pass through."""
+    changes = {}
+    for name in _per_row_fields(type(record)):
+        value = getattr(record, name)
+        if value is None:
+            continue
+        changes[name] = broadcast_record(value, to_rows) if is_dataclass(value) else to_rows(value)
+    return replace(record, **changes)
+
+
+def run_block(block: Callable[[dict[str, np.ndarray]], R], key: tuple[str, ...], c: dict[str, np.ndarray],
+              shape: tuple[int, ...]) -> R:
+    """Evaluate ``block`` (returning a dataclass of its terms) on the distinct rows of ``key`` and broadcast
+    the record's per-row fields back to ``shape`` (:func:`broadcast_record`)."""
     first, inverse = dedupe([c[k] for k in key])
     if inverse.size == 1 and shape == (1,) and all(np.shape(v) == (1,) for v in c.values()):
         # one configuration (analyze): it is its own row, so the block takes the columns as they are and each
         # result is copied once into a float64 array of one element (what taking row 0 gives, for less)
-        return {k: (v if k.startswith("_") else np.array(v, dtype=float).reshape(shape))
-                for k, v in block(c).items()}
+        return broadcast_record(block(c), lambda v: np.array(v, dtype=float).reshape(shape))
     sub = block(_sub(c, first))
     n = first.shape
-    return {k: (v if k.startswith("_") else float_of_shape(v, n)[inverse].reshape(shape))
-            for k, v in sub.items()}
+    return broadcast_record(sub, lambda v: float_of_shape(v, n)[inverse].reshape(shape))
