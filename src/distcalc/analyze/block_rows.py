@@ -5,7 +5,7 @@ bookkeeping: no physics lives here."""
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import fields, is_dataclass
 from typing import Any, Callable, TypeVar
 
 import numpy as np
@@ -87,27 +87,29 @@ def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.asarray(v).ravel()[first] for k, v in c.items()}
 
 
-_PER_ROW_FIELDS: dict[type, tuple[str, ...]] = {}
+_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
 
 
-def _per_row_fields(cls: type) -> tuple[str, ...]:
-    """The names of ``cls``'s fields that hold arrays over rows (all but those declared ``kept``)."""
-    names = _PER_ROW_FIELDS.get(cls)
-    if names is None:
-        names = _PER_ROW_FIELDS[cls] = tuple(f.name for f in fields(cls) if f.metadata.get(PER_ROW, True))
-    return names
+def _fields_of(cls: type) -> tuple[tuple[str, bool], ...]:
+    """(name, holds arrays over rows) of each of ``cls``'s fields (all but those declared ``kept``)."""
+    of = _FIELDS.get(cls)
+    if of is None:
+        of = _FIELDS[cls] = tuple((f.name, f.metadata.get(PER_ROW, True)) for f in fields(cls))
+    return of
 
 
 def broadcast_record(record: R, to_rows: Callable[[Any], np.ndarray]) -> R:
     """``record`` (a dataclass) with ``to_rows`` applied to each per-row field; a field holding a dataclass is
     broadcast the same way, ``None`` and the :func:`~distcalc.analyze.block_terms.kept` fields pass through."""
-    changes = {}
-    for name in _per_row_fields(type(record)):
+    values = []
+    for name, per_row in _fields_of(type(record)):
         value = getattr(record, name)
-        if value is None:
-            continue
-        changes[name] = broadcast_record(value, to_rows) if is_dataclass(value) else to_rows(value)
-    return replace(record, **changes)
+        if per_row and value is not None:
+            # an array (the common case, tested first: is_dataclass costs more than the broadcast of one element)
+            value = (to_rows(value) if type(value) is np.ndarray or not is_dataclass(value)
+                     else broadcast_record(value, to_rows))
+        values.append(value)
+    return type(record)(*values)  # the fields in their declared order
 
 
 def run_block(block: Callable[[dict[str, np.ndarray]], R], key: tuple[str, ...], c: dict[str, np.ndarray],
