@@ -78,3 +78,24 @@ def test_groups_cover_every_field_and_codes_are_exact():
     assert count == len(np.unique(keys, axis=0))
     rep = representatives(code, count)
     assert np.array_equal(keys[rep][code], keys)  # every row's code names a row with its values
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_dedupe_is_unique_of_the_mixed_radix_code(data):
+    """dedupe (and key_table) without a sort: the distinct rows, their first rows and the inverse of
+    ``np.unique`` of the mixed-radix code (first column the least significant digit), wide and huge columns
+    included (a column spanning 2^40 values takes the sort)."""
+    from distcalc.analyze.blocks import dedupe, key_table
+
+    rows = data.draw(st.integers(2, 300))
+    spans = data.draw(st.lists(st.sampled_from([1, 2, 3, 7, 64, 65, 4096, 1 << 40]), min_size=1, max_size=6))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    columns = [rng.integers(0, span, rows) * (1 if span > 64 else rng.integers(1, 4)) for span in spans]
+    columns = [c.astype(np.int64) for c in columns]
+    first, inverse = dedupe(columns)
+    lex = np.stack(columns[::-1], axis=1)  # np.unique sorts rows by their first column: the most significant
+    _, want_first, want_inverse = np.unique(lex, axis=0, return_index=True, return_inverse=True)
+    assert np.array_equal(first, want_first) and np.array_equal(inverse, want_inverse.reshape(-1))
+    table, index = key_table({str(i): c for i, c in enumerate(columns)})
+    assert all(np.array_equal(table[str(i)][index], c) for i, c in enumerate(columns))

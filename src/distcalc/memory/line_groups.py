@@ -31,6 +31,8 @@ from typing import Callable
 
 import numpy as np
 
+from distcalc.row_groups import lexicographic_codes
+
 #: Pipeline fields both groups read (they fix the candidate stages and the layers each stage holds); the wide
 #: ranges first, where the running number of groups is still small.
 PIPELINE_FIELDS = ("dp", "cp", "tp", "pp", "vpp", "schedule", "account_for_embedding_and_loss",
@@ -43,39 +45,13 @@ ACTIVATION_FIELDS = PIPELINE_FIELDS + ("global_batch", "seq_len", "micro_batch",
 #: Lines of :func:`~distcalc.memory.stage.stage_lines` taken from the state group, in the order they are added.
 STATE_LINES = ("weight_gradient_dummies_bytes", "communication_buffers_bytes", "cuda_context_bytes",
                "optimizer_step_buffers_bytes")
-#: Largest table of (groups so far × values of the next field) coded densely; beyond it a sort.
-DENSE_CODES = 1 << 22
-
-
-def _combine(code: np.ndarray, count: int, column: np.ndarray) -> tuple[np.ndarray, int]:
-    """Codes 0 … count'−1 of the distinct (code, column) pairs, and count'."""
-    if column.strides and column.strides[0] == 0:  # a broadcast scalar: one value
-        return code, count
-    low, high = int(column.min()), int(column.max())
-    width = high - low + 1
-    if width == 1:
-        return code, count
-    key = code * width
-    key += column
-    key -= low
-    if count * width <= DENSE_CODES:
-        seen = np.zeros(count * width, dtype=bool)
-        seen[key] = True
-        lookup = np.cumsum(seen, dtype=np.int64)
-        lookup -= 1
-        return lookup[key], int(lookup[-1]) + 1
-    unique, inverse = np.unique(key, return_inverse=True)
-    return inverse.reshape(-1), int(unique.size)
 
 
 def group_codes(columns: dict[str, np.ndarray], names: tuple[str, ...], start=None) -> tuple[np.ndarray, int]:
     """(code per row, number of codes) of the distinct values of the ``names`` columns (int64, 1-d, equal
-    lengths); ``start``: (codes, count) of a prefix of the names already coded."""
-    rows = next(iter(columns.values())).shape[0]
-    code, count = start if start is not None else (np.zeros(rows, dtype=np.int64), 1)
-    for name in names:
-        code, count = _combine(code, count, columns[name])
-    return code, count
+    lengths; :func:`distcalc.row_groups.lexicographic_codes`); ``start``: (codes, count) of a prefix already
+    coded."""
+    return lexicographic_codes([columns[name] for name in names], start)
 
 
 def representatives(code: np.ndarray, count: int) -> np.ndarray:
