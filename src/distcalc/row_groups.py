@@ -104,18 +104,25 @@ def distinct_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def distinct_columns(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(index of one representative per distinct row, inverse index) of the rows that equal-length 1-d
     ``columns`` (float64 or int64, compared by their 64 bits) make: as ``np.unique(rows, axis=0,
-    return_index=True, return_inverse=True)`` up to the order of the distinct rows, found by sorting one
-    64-bit hash per row (no matrix of the rows is built); every row is checked against its representative,
-    column by column, and a hash collision falls back to the full sort."""
+    return_index=True, return_inverse=True)`` up to the order of the distinct rows and the choice of each one's
+    representative row, found by sorting one 64-bit hash per row (no matrix of the rows is built); every row is
+    checked against its representative, column by column, and a hash collision falls back to the full sort."""
     bits = [np.ascontiguousarray(c, dtype=np.float64 if c.dtype.kind == "f" else np.int64).view(np.uint64)
             for c in columns]
     digest = np.zeros(bits[0].shape[0], dtype=np.uint64)
     for column in bits:  # FNV-style mix; uint64 arithmetic wraps
         digest *= np.uint64(1099511628211)
         digest ^= column
-    _, first, inverse = np.unique(digest, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    if not all(np.array_equal(column[first][inverse], column) for column in bits):
+    order = np.argsort(digest)  # equal digests side by side (any order among them: one is the representative)
+    ordered = digest[order]
+    starts = np.empty(ordered.size, dtype=bool)
+    starts[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    inverse = np.empty(ordered.size, dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    first = order[starts]
+    representative = first[inverse]
+    if not all(np.array_equal(column[representative], column) for column in bits):
         _, first, inverse = np.unique(np.stack(bits, axis=1), axis=0, return_index=True, return_inverse=True)
         inverse = inverse.reshape(-1)
     return first, inverse
