@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+import distcalc.memory.batch as memory_batch_module
 from distcalc.memory import MemoryOptions, memory_batch, memory_worst_stage_bytes_batch
 from distcalc.memory.line_groups import ACTIVATION_FIELDS, STATE_FIELDS, group_codes, representatives
 from distcalc.memory.te_dummy_wgrad import DummyWgrad
@@ -22,6 +23,12 @@ def _space(model: str, gpus: int, seq_len: int = 4096, global_batch: int = 256, 
     limits = limits_for_model(spec, seq_len=seq_len, global_batch=global_batch, gpus_per_node=8)
     configs = enumerate_space(limits, gpus, SpaceChoices(**choices)).configs
     return dict(configs, global_batch=global_batch, seq_len=seq_len)
+
+
+@pytest.fixture(autouse=True)
+def _grouped_from_one_row(monkeypatch):
+    """Every batch of these tests through the grouped pass (the search's blocks are far above the minimum)."""
+    monkeypatch.setattr(memory_batch_module, "GROUPED_MIN_ROWS", 1)
 
 
 def _assert_same(model: str, batch: dict, **extra) -> None:
