@@ -230,9 +230,10 @@ def search_count(job: Job, gpus: int, headroom: float, choices: SpaceChoices | N
     capacity = job.gpu_memory_bytes
     fits = memory <= (1.0 - headroom) * capacity
     space.rejections.add(RejectReason.OOM, "memory above (1 - headroom) x HBM", int(np.count_nonzero(~fits)))
-    feasible = {k: v[fits] for k, v in space.configs.items()}
+    rows = np.flatnonzero(fits)  # an index, taken once per column: faster than a boolean mask per column
+    feasible = {k: v[rows] for k, v in space.configs.items()}
     metrics = step_metrics_batch(job, feasible)
-    metrics["memory_bytes"] = memory[fits]
+    metrics["memory_bytes"] = memory[rows]
     metrics["headroom"] = 1.0 - metrics["memory_bytes"] / capacity
     return CountResult(gpus=gpus, universe=space.universe, valid=space.size, rejections=space.rejections,
                        configs=feasible, metrics=metrics)
