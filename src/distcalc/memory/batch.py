@@ -26,7 +26,10 @@ from distcalc.model.dims import ModelDims, model_dims
 from distcalc.memory.activations import ACTIVATION_BYTES_16
 from distcalc.memory.line_groups import grouped_worst_totals
 from distcalc.memory.options import MemoryOptions
-from distcalc.memory.stage import STAGE_KEYS, config_terms, stage_layer_terms, stage_lines, stage_moe_layers
+from distcalc.memory.stage import (
+    STAGE_KEYS, config_terms, stage_activation_lines, stage_layer_terms, stage_lines, stage_moe_layers,
+    stage_state_lines,
+)
 from distcalc.memory.states import bytes_per_parameter
 from distcalc.model import ModelSpec
 from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_count
@@ -116,10 +119,11 @@ def _uneven_candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray, first: 
     return [chosen[:, k].reshape(pp.shape) for k in range(width)]
 
 
-def _candidate_lines(dims: ModelDims, terms: dict, candidates: list[np.ndarray], uneven: bool):
+def _candidate_lines(dims: ModelDims, terms: dict, candidates: list[np.ndarray], uneven: bool, lines=None):
     """:func:`stage_lines` of each candidate stage, in order. A uniform model's layer terms depend on the stage
     only through its layer count, which is the same on stages 0 and pp−1 (L/pp, or (L + 2)/pp − 1 with the
-    split): computed once for both; a middle candidate (stage 1, present only with the split) gets its own."""
+    split): computed once for both; a middle candidate (stage 1, present only with the split) gets its own.
+    ``lines``: (terms, stage, layer terms) → lines, :func:`stage_lines` when not given."""
     edge_terms = None
     for index, stage in enumerate(candidates):
         edge = index in (0, len(candidates) - 1)
@@ -129,7 +133,8 @@ def _candidate_lines(dims: ModelDims, terms: dict, candidates: list[np.ndarray],
             layer_terms = stage_layer_terms(dims, terms, stage)
             if dims.uniform and edge:
                 edge_terms = layer_terms
-        yield stage, stage_lines(dims, terms, stage, layer_terms)
+        yield stage, (stage_lines(dims, terms, stage, layer_terms) if lines is None
+                      else lines(terms, stage, layer_terms))
 
 
 def _stage_candidates(dims: ModelDims, inputs: dict, shape: tuple) -> tuple[list[np.ndarray], bool]:
@@ -192,10 +197,12 @@ def _grouped_totals(spec: ModelSpec, config: dict) -> np.ndarray | None:
         return None
     dims = model_dims(spec)
 
-    def lines_at(rows: np.ndarray) -> list[dict]:
+    def lines_at(rows: np.ndarray, part: str) -> list[dict]:
         inputs = formula_inputs(**{k: v[rows] for k, v in columns.items()}, **extra)
         candidates, uneven_ends = _stage_candidates(dims, inputs, rows.shape)
-        return [lines for _, lines in _candidate_lines(dims, config_terms(dims, **inputs), candidates, uneven_ends)]
+        lines = stage_state_lines if part == "state" else stage_activation_lines
+        return [lines for _, lines in _candidate_lines(dims, config_terms(dims, **inputs), candidates, uneven_ends,
+                                                       lines)]
 
     options = extra.get("options") or MemoryOptions()
     return grouped_worst_totals(columns, lines_at, options.allocator_reserve_fraction)

@@ -19,8 +19,8 @@ and its lines read disjoint-enough parts of the configuration:
 The candidate stages of a row (:mod:`distcalc.memory.batch`) are a function of (pp, vpp, split, uneven ends),
 fields of both groups. A search space is close to the product of these fields, so each group has far fewer
 distinct values than the space has rows (Mixtral 8x7B on 4,096 GPUs: about 980,000 rows; see the benchmark).
-:func:`grouped_worst_totals` evaluates :func:`stage_lines` once per distinct state key and once per distinct
-activation key (on one representative row each), then adds the lines per row in the order above: every row
+:func:`grouped_worst_totals` evaluates the state lines once per distinct state key and the activation lines once per
+distinct activation key (on one representative row each), then adds the lines per row in the order above: every row
 gets the same float64 operations on the same values as when :func:`stage_lines` runs on every row, so the
 totals are equal bit for bit (tests compare them with ``memory_batch``).
 """
@@ -69,16 +69,18 @@ def _add(out: np.ndarray, table: np.ndarray, code: np.ndarray) -> None:
         out += table[code]
 
 
-def grouped_worst_totals(columns: dict[str, np.ndarray], lines_at: Callable[[np.ndarray], list[dict]],
+def grouped_worst_totals(columns: dict[str, np.ndarray], lines_at: Callable[[np.ndarray, str], list[dict]],
                          reserve_fraction: float) -> np.ndarray:
-    """Worst-stage total bytes per row. ``columns``: the normalised batch fields (1-d int64); ``lines_at(rows)``:
-    the :func:`stage_lines` of every candidate stage (in the order the worst is chosen) of the configurations at
-    row indices ``rows``; ``reserve_fraction``: :attr:`MemoryOptions.allocator_reserve_fraction`."""
+    """Worst-stage total bytes per row. ``columns``: the normalised batch fields (1-d int64);
+    ``lines_at(rows, part)``: for every candidate stage (in the order the worst is chosen) of the configurations
+    at row indices ``rows``, their state lines (``part`` "state": :func:`~distcalc.memory.stage.stage_state_lines`)
+    or their activation lines ("activation": :func:`~distcalc.memory.stage.stage_activation_lines`);
+    ``reserve_fraction``: :attr:`MemoryOptions.allocator_reserve_fraction`."""
     prefix = group_codes(columns, PIPELINE_FIELDS)
     state_code, state_count = group_codes(columns, STATE_FIELDS[len(PIPELINE_FIELDS):], prefix)
     act_code, act_count = group_codes(columns, ACTIVATION_FIELDS[len(PIPELINE_FIELDS):], prefix)
-    state_lines = lines_at(representatives(state_code, state_count))
-    act_lines = lines_at(representatives(act_code, act_count))
+    state_lines = lines_at(representatives(state_code, state_count), "state")
+    act_lines = lines_at(representatives(act_code, act_count), "activation")
     best = None
     for states, acts in zip(state_lines, act_lines):
         model_states = np.broadcast_to(states["weights_bytes"] + states["gradients_bytes"] + states["optimizer_bytes"],
