@@ -93,7 +93,7 @@ def test_dedupe_is_unique_of_the_mixed_radix_code(data):
     """dedupe (and key_table) without a sort: the distinct rows, their first rows and the inverse of
     ``np.unique`` of the mixed-radix code (first column the least significant digit), wide and huge columns
     included (a column spanning 2^40 values takes the sort)."""
-    from distcalc.analyze.blocks import dedupe, key_table
+    from distcalc.analyze.block_rows import dedupe, key_table
 
     rows = data.draw(st.integers(2, 300))
     spans = data.draw(st.lists(st.sampled_from([1, 2, 3, 7, 64, 65, 4096, 1 << 40]), min_size=1, max_size=6))
