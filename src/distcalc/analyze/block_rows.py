@@ -11,76 +11,36 @@ from typing import Any, Callable, TypeVar
 import numpy as np
 
 from distcalc.analyze.block_terms import PER_ROW
+from distcalc.row_groups import lexicographic_codes
 from distcalc.shaped import float_of_shape
 
 R = TypeVar("R")
 
 
 def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one representative per distinct row, inverse index) of integer columns of equal shape."""
+    """(index of the first row of each distinct row, inverse index) of integer columns of equal shape, the
+    distinct rows in the order of their mixed-radix code (the first column the least significant digit), by
+    :func:`distcalc.row_groups.lexicographic_codes` (a few passes per column, no sort of the rows)."""
     flat = [np.asarray(c, dtype=np.int64).ravel() for c in columns]
     if flat[0].size == 1:  # one configuration (analyze): its own representative
         return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    code = np.zeros(flat[0].shape, dtype=np.int64)
-    radix = 1
-    for col in flat:
-        low, high = int(col.min()), int(col.max())
-        span = high - low + 1
-        if radix * span >= 2**62:
-            stacked = np.stack(flat, axis=1)
-            _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-            return first, inverse.ravel()
-        code += (col - low) * radix
-        radix *= span
-    if radix <= max(1 << 16, 4 * code.size):  # small key space: O(n) table lookup instead of a sort
-        index = np.arange(code.size, dtype=np.int64)
-        representative = np.full(radix, -1, dtype=np.int64)
-        representative[code[::-1]] = index[::-1]  # first occurrence of each code
-        present = np.flatnonzero(representative >= 0)
-        slot = np.empty(radix, dtype=np.int64)
-        slot[present] = np.arange(present.size)
-        return representative[present], slot[code]
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+    inverse, count = lexicographic_codes(flat[::-1])
+    first = np.empty(count, dtype=np.int64)
+    first[inverse[::-1]] = np.arange(inverse.size - 1, -1, -1)  # the last write of each code: its first row
     return first, inverse
 
 
 def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Distinct rows of small non-negative integer columns of one shape: (the distinct rows as a dict of
-    1-d int64 arrays, inverse index of every element into them). Constant columns (e.g. a broadcast
-    scalar) add nothing to the key; the others are packed into one integer code (mixed radix) and, when
-    the code space is small, found with a bincount instead of a sort."""
+    1-d int64 arrays, inverse index of every element into them), in the order of :func:`dedupe`. Constant
+    columns (e.g. a broadcast scalar) add nothing to the key."""
     names = list(columns)
     flat = {k: np.asarray(v).reshape(-1) for k, v in columns.items()}
     n = next(iter(flat.values())).size
     if n == 1:  # one configuration (analyze): one row, nothing varies
         return {k: flat[k].astype(np.int64) for k in names}, np.zeros(1, dtype=np.intp)
-    varying, lows, spans = [], [], []
-    for k in names:
-        col = flat[k]
-        if col.size and col.strides[0] == 0:  # broadcast scalar
-            continue
-        low, high = int(col.min()), int(col.max())
-        if high > low:
-            varying.append(k), lows.append(low), spans.append(high - low + 1)
-    radix = int(np.prod(spans, dtype=object)) if spans else 1
-    if radix > max(1 << 16, 4 * n):
-        first, inverse = dedupe([flat[k] for k in names])
-        return {k: flat[k][first].astype(np.int64) for k in names}, inverse.astype(np.intp)
-    code = np.zeros(n, dtype=np.int64)
-    scale = 1
-    for k, low, span in zip(varying, lows, spans):
-        code += (flat[k] - low) * scale if low or scale > 1 else flat[k]
-        scale *= span
-    present = np.flatnonzero(np.bincount(code, minlength=radix)) if varying else np.zeros(1, dtype=np.int64)
-    slot = np.zeros(radix, dtype=np.intp)
-    slot[present] = np.arange(present.size)
-    inverse = slot[code] if varying else np.zeros(n, dtype=np.intp)
-    rows = {k: np.full(present.size, int(flat[k][0]) if n else 0, dtype=np.int64) for k in names}
-    scale = 1
-    for k, low, span in zip(varying, lows, spans):
-        rows[k] = low + (present // scale) % span
-        scale *= span
-    return rows, inverse
+    first, inverse = dedupe([flat[k] for k in names])
+    return {k: flat[k][first].astype(np.int64) for k in names}, inverse.astype(np.intp)
 
 
 def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:

@@ -55,7 +55,7 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
-from distcalc.analyze.gather import gather, take_rows
+from distcalc.analyze.gather import UnionRows, gather, take_rows
 from distcalc.analyze.torch_cp import check_torch_cp
 from distcalc.analyze.message_rows import message_rows
 from distcalc.analyze.terms import ByStage, DpCollectives, StagePosition, UnionTerms, dp_collectives_of
@@ -286,12 +286,12 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                  "first_extra": np.where(uneven, r.layers.first - lps_mid, 0.0),
                  "last_extra": np.where(uneven, r.layers.last - lps_mid, 0.0),
                  "layer_forward": r.layer_forward_s, "layer_backward": r.layer_backward_s,
-                 **{k: g(x) for k, x in (("ep_f", mbu.ep_forward_s), ("ep_all", mbu.ep_all_s),
-                                         ("emb_f", mbu.embedding_forward_s), ("emb_b", mbu.embedding_backward_s),
-                                         ("emb_comm", mbu.embedding_tp_s), ("out_f", mbu.output_forward_s),
-                                         ("out_b", mbu.output_backward_s), ("out_wg", mbu.output_wgrad_s),
-                                         ("head_comm", mbu.output_tp_s))},
-                 "wgrad": g(mbu.backward_wgrad_s),  # a chunk sends one of its boundary's messages:
+                 **{k: UnionRows(x, inverse) for k, x in (
+                     ("ep_f", mbu.ep_forward_s), ("ep_all", mbu.ep_all_s), ("emb_f", mbu.embedding_forward_s),
+                     ("emb_b", mbu.embedding_backward_s), ("emb_comm", mbu.embedding_tp_s),
+                     ("out_f", mbu.output_forward_s), ("out_b", mbu.output_backward_s),
+                     ("out_wg", mbu.output_wgrad_s), ("head_comm", mbu.output_tp_s))},
+                 "wgrad": UnionRows(mbu.backward_wgrad_s, inverse),  # a chunk sends one of its boundary's messages:
                  "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
                  "p2p_latency": r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0)}
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
