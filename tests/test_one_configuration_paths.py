@@ -4,11 +4,15 @@ core priced without the context-parallel kernels no row runs, and the remembered
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distcalc.analyze.blocks import key_table, run_block
+from distcalc.analyze.block_rows import key_table, run_block
+from distcalc.analyze.block_terms import kept
 from distcalc.cluster import load_cluster
 from distcalc.compute import model_dims
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
@@ -39,15 +43,35 @@ def test_run_block_of_one_configuration_is_its_row_of_a_batch(rows, data):
     c = {"x": np.array([r[0] for r in rows], dtype=np.int64), "y": np.array([r[1] for r in rows], dtype=np.int64)}
 
     def block(sub):
-        return {"sum": sub["x"] + 0.5 * sub["y"], "ratio": sub["y"] / (sub["x"] + 1.0), "constant": 2.0,
-                "_note": ["kept as it is"]}
+        return _Terms(sum=sub["x"] + 0.5 * sub["y"], ratio=sub["y"] / (sub["x"] + 1.0), constant=2.0,
+                      inner=_Inner(sub["y"] * 3.0), absent=None, note=["kept as it is"])
 
     batch = run_block(block, ("x", "y"), c, (len(rows),))
     one = run_block(block, ("x", "y"), {k: v[i:i + 1] for k, v in c.items()}, (1,))
-    assert one["_note"] == ["kept as it is"]
+    assert one.note == ["kept as it is"] and batch.note == ["kept as it is"]
+    assert one.absent is None and batch.absent is None
     for name in ("sum", "ratio", "constant"):
-        assert one[name].shape == (1,) and one[name].dtype == np.float64
-        assert one[name][0] == batch[name][i]
+        assert getattr(one, name).shape == (1,) and getattr(one, name).dtype == np.float64
+        assert getattr(batch, name).shape == (len(rows),)
+        assert getattr(one, name)[0] == getattr(batch, name)[i]
+    assert one.inner.tripled.shape == (1,) and one.inner.tripled[0] == batch.inner.tripled[i] == 3.0 * rows[i][1]
+
+
+@dataclass(frozen=True, slots=True)
+class _Inner:
+    tripled: Any
+
+
+@dataclass(frozen=True, slots=True)
+class _Terms:
+    """A block's record: per-row arrays, a scalar, a nested record, an absent one and a passed-through list."""
+
+    sum: Any
+    ratio: Any
+    constant: Any
+    inner: _Inner
+    absent: _Inner | None
+    note: list = kept()
 
 
 @given(st.integers(min_value=1, max_value=1 << 20), st.sampled_from([0.0, 0.01, 0.05]))

@@ -136,7 +136,8 @@ def test_closed_form_matches_megatron_2022_program(model, mode):
                    - result["optimizer_s"][()])
     c = normalise_batch(batch)
     terms = union_terms(d, device, cluster, {k: np.atleast_1d(c[k]) for k in UNION_KEY}, KORTHIKANTI_OPTIONS)
-    mb = {k: float(np.ravel(x)[0]) for k, x in terms.micro_batch.items() if not k.startswith("_")}
+    mb = terms.micro_batch
+    one = lambda x: float(np.ravel(x)[0])  # noqa: E731  (one configuration)
     p, v, m = config.pp, config.vpp, int(result["micro_batches"][()])
     per_chunk = d.layers / (p * v)
     fwd, bwd = float(result["layer_forward_s"][()]), float(result["layer_backward_s"][()])
@@ -145,9 +146,9 @@ def test_closed_form_matches_megatron_2022_program(model, mode):
         virtual = chunk * p + stage
         t = per_chunk * (fwd if kind == "F" else bwd)
         if virtual == 0:
-            t += mb["emb_f"] + mb["emb_comm"] if kind == "F" else mb["emb_b"]
+            t += one(mb.embedding_forward_s) + one(mb.embedding_tp_s) if kind == "F" else one(mb.embedding_backward_s)
         if virtual == p * v - 1:
-            t += mb["out_f"] if kind == "F" else mb["out_b"] + mb["head_comm"]
+            t += one(mb.output_forward_s) if kind == "F" else one(mb.output_backward_s) + one(mb.output_tp_s)
         return t
 
     programs = [_interleaved_program(p, s, m, v) if v > 1 else _one_f_one_b_program(p, s, m) for s in range(p)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -222,7 +223,6 @@ def test_zero_bubble_memory_sweep_agrees_in_decimal_gb_not_in_gib():
     # the printed memories of 13 further 1F1B runs (11-72 GB: model states dominate at small m, activations at
     # large m) against distcalc's allocated peak: read as 10^9 B they scatter around zero within the rounding of
     # an integer print; read as GiB they are all above the model by about 1 - 10^9/2^30 = 6.9 %
-    import dataclasses
 
     from distcalc.units import GIB
 
@@ -237,3 +237,23 @@ def test_zero_bubble_memory_sweep_agrees_in_decimal_gb_not_in_gib():
     assert max(abs(e) for e in decimal) < 0.05
     assert abs(sum(decimal) / len(decimal)) < 0.02
     assert max(binary) < -0.02 and sum(binary) / len(binary) < -0.05
+
+
+def test_context_parallel_algorithm_follows_the_stack():
+    """torchtitan's CP is PyTorch's ring attention with its default AllGather rotater (torch-allgather), or the
+    alltoall rotater where a row names it; Megatron's ``--cp-comm-type a2a`` is Ulysses; TransformerEngine's CP
+    (NeMo) the Send/Recv ring. The rows with CP > 1 keep their stack's algorithm in analyze and memory alike."""
+    from distcalc.software import ContextParallelAlgorithm as Cp
+    from distcalc.validation.published.pytorch_stacks import cp_algorithm
+
+    titan = RUNS["torchtitan_a100_fsdp2_13b_l2_64g_no"]
+    assert cp_algorithm(titan) is Cp.TORCH_ALLGATHER
+    named = dataclasses.replace(titan, config_details=titan.config_details + "; CP rotate method alltoall")
+    assert cp_algorithm(named) is Cp.TORCH_ALLTOALL
+    assert cp_algorithm(dataclasses.replace(titan, framework="NeMo 24.07")) is Cp.RING
+    assert cp_algorithm(dataclasses.replace(titan, framework="NeMo 24.07", config_details="CP comm type a2a")) \
+        is Cp.ULYSSES
+    for run in published_runs():
+        if run.cp > 1:
+            inputs = run_inputs(run)
+            assert inputs.options.cp_algorithm is inputs.memory_options.cp_algorithm is cp_algorithm(run)

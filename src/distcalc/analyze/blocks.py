@@ -1,6 +1,7 @@
 """The parts of the step-time model that depend on few configuration fields, evaluated once per distinct
-combination of those fields (:func:`dedupe`) and broadcast back — the collective costs and the kernel-time
-models are the expensive parts, and a search batch holds few distinct micro-batch shapes and groups.
+combination of those fields and broadcast back (:mod:`distcalc.analyze.block_rows`) — the collective costs and
+the kernel-time models are the expensive parts, and a search batch holds few distinct micro-batch shapes and
+groups.
 
 * :func:`micro_batch_block` — per layer and per micro-batch: compute (dense/MoE mix), TP/CP/EP
   communication (exposed and on-link), embedding/output head compute and TP collectives; compute times are
@@ -18,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.analyze.block_terms import BoundaryTerms, DpTerms, MicroBatchTerms
 from distcalc.analyze.comm import GroupKey, group_keys, message_times, total
 from distcalc.analyze.cp_ring import ring_exposed_s, ring_slowdown
 from distcalc.analyze.deepspeed_zero3 import deepspeed_times
@@ -33,7 +35,6 @@ from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPL
 from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
-from distcalc.shaped import float_of_shape
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
 from distcalc.variability import slowest_gpu_factor
@@ -41,77 +42,6 @@ from distcalc.variability import slowest_gpu_factor
 MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention", "gpus")
 BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
 DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")
-
-
-def dedupe(columns: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """(index of one representative per distinct row, inverse index) of integer columns of equal shape."""
-    flat = [np.asarray(c, dtype=np.int64).ravel() for c in columns]
-    if flat[0].size == 1:  # one configuration (analyze): its own representative
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    code = np.zeros(flat[0].shape, dtype=np.int64)
-    radix = 1
-    for col in flat:
-        low, high = int(col.min()), int(col.max())
-        span = high - low + 1
-        if radix * span >= 2**62:
-            stacked = np.stack(flat, axis=1)
-            _, first, inverse = np.unique(stacked, axis=0, return_index=True, return_inverse=True)
-            return first, inverse.ravel()
-        code += (col - low) * radix
-        radix *= span
-    if radix <= max(1 << 16, 4 * code.size):  # small key space: O(n) table lookup instead of a sort
-        index = np.arange(code.size, dtype=np.int64)
-        representative = np.full(radix, -1, dtype=np.int64)
-        representative[code[::-1]] = index[::-1]  # first occurrence of each code
-        present = np.flatnonzero(representative >= 0)
-        slot = np.empty(radix, dtype=np.int64)
-        slot[present] = np.arange(present.size)
-        return representative[present], slot[code]
-    _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
-    return first, inverse
-
-
-def key_table(columns: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Distinct rows of small non-negative integer columns of one shape: (the distinct rows as a dict of
-    1-d int64 arrays, inverse index of every element into them). Constant columns (e.g. a broadcast
-    scalar) add nothing to the key; the others are packed into one integer code (mixed radix) and, when
-    the code space is small, found with a bincount instead of a sort."""
-    names = list(columns)
-    flat = {k: np.asarray(v).reshape(-1) for k, v in columns.items()}
-    n = next(iter(flat.values())).size
-    if n == 1:  # one configuration (analyze): one row, nothing varies
-        return {k: flat[k].astype(np.int64) for k in names}, np.zeros(1, dtype=np.intp)
-    varying, lows, spans = [], [], []
-    for k in names:
-        col = flat[k]
-        if col.size and col.strides[0] == 0:  # broadcast scalar
-            continue
-        low, high = int(col.min()), int(col.max())
-        if high > low:
-            varying.append(k), lows.append(low), spans.append(high - low + 1)
-    radix = int(np.prod(spans, dtype=object)) if spans else 1
-    if radix > max(1 << 16, 4 * n):
-        first, inverse = dedupe([flat[k] for k in names])
-        return {k: flat[k][first].astype(np.int64) for k in names}, inverse.astype(np.intp)
-    code = np.zeros(n, dtype=np.int64)
-    scale = 1
-    for k, low, span in zip(varying, lows, spans):
-        code += (flat[k] - low) * scale if low or scale > 1 else flat[k]
-        scale *= span
-    present = np.flatnonzero(np.bincount(code, minlength=radix)) if varying else np.zeros(1, dtype=np.int64)
-    slot = np.zeros(radix, dtype=np.intp)
-    slot[present] = np.arange(present.size)
-    inverse = slot[code] if varying else np.zeros(n, dtype=np.intp)
-    rows = {k: np.full(present.size, int(flat[k][0]) if n else 0, dtype=np.int64) for k in names}
-    scale = 1
-    for k, low, span in zip(varying, lows, spans):
-        rows[k] = low + (present // scale) % span
-        scale *= span
-    return rows, inverse
-
-
-def _sub(c: dict[str, np.ndarray], first: np.ndarray) -> dict[str, np.ndarray]:
-    return {k: np.asarray(v).ravel()[first] for k, v in c.items()}
 
 
 def _keys(c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[Dim, GroupKey]:
@@ -142,7 +72,7 @@ def stage_moe_layers(d: ModelDims, lps_first: np.ndarray, lps_mid: np.ndarray,
 
 
 def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, c: dict[str, np.ndarray],
-                      o: AnalyzeOptions, memo: dict | None = None) -> dict[str, Any]:
+                      o: AnalyzeOptions, memo: dict | None = None) -> MicroBatchTerms:
     """Per-layer and head quantities of one micro-batch (see module docstring). ``memo``: placements
     shared within one evaluation (:func:`distcalc.analyze.comm.placements`)."""
     b, s, tp, cp, ep = c["micro_batch"], c["seq_len"], c["tp"], c["cp"], c["ep"]
@@ -161,7 +91,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
            if d.moe_layers else None)
     frac = d.moe_layers / d.layers
     slowest = slowest_gpu_factor(c["gpus"], o.gpu_speed_cv)
-    out: dict[str, Any] = {f: slowest * _mix(dense, moe, frac, f) for f in (
+    compute = {f: slowest * _mix(dense, moe, frac, f) for f in (
         "forward_s", "backward_s", "recompute_s", "backward_wgrad_s", "backward_dgrad_s", "forward_attention_s")}
     keys = _keys(c, o)
     h, act = d.hidden, device.activation_bytes  # bytes per activation element of the configured dtype
@@ -190,7 +120,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     tp_fwd = total(tp_e, lambda x: crit(x) and x.phase == Phase.FORWARD)
     tp_bwd = total(tp_e, lambda x: crit(x) and x.phase in (Phase.BACKWARD, Phase.RECOMPUTE))
     tp_ov = total(tp_e, lambda x: x.overlappable)
-    window = out["backward_wgrad_s"] + out["backward_dgrad_s"]
+    window = compute["backward_wgrad_s"] + compute["backward_dgrad_s"]
     tp_ov_exposed = tp_ov - np.minimum(tp_ov, o.tp_overlap_efficiency * window)
     if o.tp_async_backward:  # NCCL collectives beside their GEMMs, partly hidden (analyze.tp_async)
         tp_ov_exposed = np.minimum(tp_ov_exposed, async_exposed_s(tp_ov, window))
@@ -205,7 +135,7 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         tp_fwd = np.where(use, (1.0 - frac) * ub.forward_s + frac * tp_fwd, tp_fwd)
         tp_bwd = np.where(use, (1.0 - frac) * ub.backward_s + frac * tp_bwd, tp_bwd)
         tp_ov_exposed = np.where(use, (1.0 - frac) * ub.bulk_s + frac * tp_ov_exposed, tp_ov_exposed)
-    attn = out["forward_attention_s"]
+    attn = compute["forward_attention_s"]
     # ring attention: each step's K/V transfer overlaps the attention of the block already received; the
     # excess is exposed and the overlapped attention runs κ slower (analyze.cp_ring)
     ring_f = total(cp_e, lambda x: x.overlappable and x.phase == Phase.FORWARD)
@@ -218,34 +148,35 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
         cp_f, cp_all = torch_cp_layer_exposed_s(cp_e, d, device, b, s, tp, cp, slowest, kappa, torch_gather, rc)
     ep_f = total(ep_e, lambda x: x.phase == Phase.FORWARD) * frac
     ep_all = total(ep_e, lambda x: True) * frac
-    out.update(tp_fwd=tp_fwd, tp_bwd=tp_bwd, tp_ov=tp_ov, tp_ov_exposed=tp_ov_exposed, tp_on_link=total(tp_e, lambda x: True),
-               cp_f=cp_f, cp_all=cp_all, ep_f=ep_f, ep_all=ep_all, moe_fraction=np.full(shape, frac))
     # what one MoE layer costs beyond a dense one (compute with recomputation; its EP AllToAll apart), for the
     # stages that hold more or fewer MoE layers than the model's average (analyze.core, stage_moe_layers)
     both = dense is not None and moe is not None
-    out["moe_extra_compute"] = np.asarray(slowest * sum(
+    moe_extra = np.asarray(slowest * sum(
         _mix(dense, moe, 1.0, f) - _mix(dense, moe, 0.0, f) for f in ("forward_s", "backward_s", "recompute_s"))
         if both else np.zeros(shape), dtype=float)
-    out["ep_per_moe_layer"] = ep_all / frac if frac else np.zeros(shape)
     heads = head_times(d, device, b, s, tp, cp, sp, o.cross_entropy)
-    out.update(emb_f=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
-               emb_b=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
-               out_f=slowest * np.asarray(heads.output_forward_s, dtype=float),
-               out_b=slowest * np.asarray(heads.output_backward_s, dtype=float),
-               out_wg=slowest * np.asarray(heads.output_wgrad_s, dtype=float), slowest_gpu_factor=slowest)
-    out["emb_comm"] = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
-    out["head_comm"] = total(head_entries, lambda x: True) - out["emb_comm"]
-    out["_entries"] = entries + head_entries
-    return out
+    embedding_tp = total(head_entries, lambda x: x.phase == Phase.FORWARD and "embedding" in x.note)
+    return MicroBatchTerms(
+        **compute, tp_forward_s=tp_fwd, tp_backward_s=tp_bwd, tp_overlappable_s=tp_ov,
+        tp_overlappable_exposed_s=tp_ov_exposed, tp_on_link_s=total(tp_e, lambda x: True),
+        cp_forward_s=cp_f, cp_exposed_s=cp_all, ep_forward_s=ep_f, ep_all_s=ep_all, moe_fraction=np.full(shape, frac),
+        moe_extra_compute_s=moe_extra, ep_per_moe_layer_s=ep_all / frac if frac else np.zeros(shape),
+        embedding_forward_s=slowest * np.asarray(heads.embedding_forward_s, dtype=float),
+        embedding_backward_s=slowest * np.asarray(heads.embedding_backward_s, dtype=float),
+        output_forward_s=slowest * np.asarray(heads.output_forward_s, dtype=float),
+        output_backward_s=slowest * np.asarray(heads.output_backward_s, dtype=float),
+        output_wgrad_s=slowest * np.asarray(heads.output_wgrad_s, dtype=float), slowest_gpu_factor=slowest,
+        embedding_tp_s=embedding_tp, output_tp_s=total(head_entries, lambda x: True) - embedding_tp,
+        messages=entries + head_entries)
 
 
 def boundary_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
-                   memo: dict | None = None, *, activation_bytes: float) -> dict[str, Any]:
+                   memo: dict | None = None, *, activation_bytes: float) -> BoundaryTerms:
     """Time of one pipeline boundary transfer (both directions' messages of one chunk crossing)."""
     msgs = pp_boundary_messages(c["micro_batch"], c["seq_len"], d.hidden, activation_bytes, c["tp"], c["pp"],
                                 c["sequence_parallel"], int(o.pipeline_scatter_gather), c["cp"])
     entries = message_times(cluster, msgs, _keys(c, o), c["tp"].shape, memo)
-    return {"p2p_transfer": total(entries, lambda x: True), "_entries": entries}
+    return BoundaryTerms(p2p_transfer_s=total(entries, lambda x: True), messages=entries)
 
 
 def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, first: Any = 0, last: Any = 0) -> Any:
@@ -333,7 +264,7 @@ def bucket_messages(params: np.ndarray, dp_size: np.ndarray, o: AnalyzeOptions, 
 
 
 def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: AnalyzeOptions,
-             memo: dict | None = None) -> dict[str, Any]:
+             memo: dict | None = None) -> DpTerms:
     """One instance of each DP message and the tied-embedding sync. Routed-expert gradients and parameters
     go over the expert-data-parallel group (:func:`expert_dp_key`) in their own collectives (Megatron-Core
     DDP keeps expert parameters in separate buffers reduced over that group), the rest over the DP group;
@@ -361,54 +292,50 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
         emsgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, "expert " + m.note)
                  for m in dp_gradient_messages(expert, edp.size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)]
         expert_entries = message_times(cluster, emsgs, {**keys, Dim.DP: edp}, shape)
-    names = ("grad_ar", "grad_rs", "ag_step", "ag3_f", "ag3_b")
-    out: dict[str, Any] = {name: times for name, (_, times, _) in zip(names, entries)}
-    for name, (_, times, _) in zip(names, expert_entries):  # no expert collective where the group is one rank
-        out[name] = out[name] + np.where(np.asarray(edp.size) > 1, times, 0.0)
-    out.update({name: times for name, (_, times, _) in
-                zip(("ag_unit", "rs_unit", "ag_root", "rs_root", "bucket_ar", "bucket_rs", "bucket_ag"),
-                    priced[len(msgs) + len(sync):])})
-    out["dp_group"] = np.asarray(keys[Dim.DP].size, dtype=float)
-    out["zero_group"] = out["dp_group"]  # ranks ZeRO-3 shards the states over (HSDP: the shard group)
-    out["ar_unit"] = out["ar_root"] = np.zeros(shape)
-    out["grad_rs3"] = out["grad_rs"]  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
+    # the five DP messages (dp_gradient_messages order), the expert-DP group's collective added where that
+    # group has more than one rank
+    dp_times = [times for _, times, _ in entries]
+    for i, (_, times, _) in enumerate(expert_entries):
+        dp_times[i] = dp_times[i] + np.where(np.asarray(edp.size) > 1, times, 0.0)
+    grad_ar, grad_rs, ag_step, ag3_f, ag3_b = dp_times
+    ag_unit, rs_unit, ag_root, rs_root, bucket_ar, bucket_rs, bucket_ag = (
+        times for _, times, _ in priced[len(msgs) + len(sync):])
+    dp_group = np.asarray(keys[Dim.DP].size, dtype=float)
+    zero_group = dp_group  # ranks ZeRO-3 shards the states over (HSDP: the shard group)
+    ar_unit = ar_root = np.zeros(shape)
+    grad_rs3 = grad_rs  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
+    unit_params, root_params = fsdp_unit_parameters(d, c, ones)
     if o.fsdp_shard_size:  # HSDP: ZeRO-3 messages on the shard / replicate groups (distcalc.analyze.hsdp)
-        layer, root = fsdp_unit_parameters(d, c, ones)
-        out.update(hsdp_times(cluster, keys, o.fsdp_shard_size, params, layer, root, o.grad_reduce_bytes,
-                              o.param_gather_bytes, ones, memo))
-        hsdp = {"grad_rs": "grad_rs3", "ag3_f": "ag3_f", "ag3_b": "ag3_b"}
-        where = (f" (HSDP: shard group of {o.fsdp_shard_size}" + {"grad_rs": " + replicate-group AllReduce)"}
-                 .get(name, ")") for name in names)
-        entries = [(replace(msg, note=msg.note + next_where), out[hsdp[name]], algos) if name in hsdp
-                   else (msg, times, algos) for name, next_where, (msg, times, algos) in zip(names, where, entries)]
-    out["edp_group"] = np.asarray(edp.size, dtype=float)
-    out["params_gpu"] = np.asarray(params, dtype=float)
-    out["expert_params_gpu"] = np.asarray(expert, dtype=float) * ones
-    out["fsdp_unit_params"], out["fsdp_root_params"] = fsdp_unit_parameters(d, c, ones)
+        h = hsdp_times(cluster, keys, o.fsdp_shard_size, params, unit_params, root_params, o.grad_reduce_bytes,
+                       o.param_gather_bytes, ones, memo)
+        ag_unit, rs_unit, ag_root, rs_root = (h.unit_gather_s, h.unit_reduce_scatter_s, h.root_gather_s,
+                                              h.root_reduce_scatter_s)
+        ar_unit, ar_root, zero_group = h.unit_all_reduce_s, h.root_all_reduce_s, h.zero_group_ranks
+        grad_rs3, ag3_f, ag3_b = h.zero3_grad_reduce_s, h.zero3_forward_gather_s, h.zero3_backward_gather_s
+        # the ZeRO-3 messages' rows: ReduceScatter (+ replicate AllReduce), forward and backward AllGather
+        hsdp = {1: (grad_rs3, " + replicate-group AllReduce)"), 3: (ag3_f, ")"), 4: (ag3_b, ")")}
+        entries = [(replace(msg, note=f"{msg.note} (HSDP: shard group of {o.fsdp_shard_size}{hsdp[i][1]}"),
+                    hsdp[i][0], algos) if i in hsdp else (msg, times, algos)
+                   for i, (msg, times, algos) in enumerate(entries)]
+    ds = None
     if o.deepspeed_zero3 is not None:  # DeepSpeed's own ZeRO-3 (distcalc.analyze.deepspeed_zero3)
-        out.update(deepspeed_times(cluster, keys, d, c, o.deepspeed_zero3, out["fsdp_unit_params"],
-                                   o.param_gather_bytes, o.grad_reduce_bytes, ones, memo))
-        frac = out["ds_regathered"]  # backward gathers again only what the forward released
-        out["ag3_b"] = out["ag3_b"] * frac
+        ds = deepspeed_times(cluster, keys, d, c, o.deepspeed_zero3, unit_params, o.param_gather_bytes,
+                             o.grad_reduce_bytes, ones, memo)
+        ag_unit, rs_unit = ds.gather_s, ds.reduce_s  # one block's gather and reduce share as DeepSpeed issues them
+        frac = ds.regathered  # backward gathers again only what the forward released
+        ag3_b = ag3_b * frac
         entries = [(replace(msg, size_bytes=msg.size_bytes * frac, note=msg.note + " (DeepSpeed: released parameters)"),
-                    out["ag3_b"], algos) if name == "ag3_b" else (msg, times, algos)
-                   for name, (msg, times, algos) in zip(names, entries)]
-    out["embedding_sync"] = total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape)
-    out["_entries"] = entries
-    out["_expert_entries"] = expert_entries
-    out["_sync_entries"] = sync_entries
-    return out
-
-
-def run_block(block, key: tuple[str, ...], c: dict[str, np.ndarray], shape: tuple[int, ...]) -> dict[str, Any]:
-    """Evaluate ``block`` on the distinct rows of ``key`` and broadcast the array results back to ``shape``."""
-    first, inverse = dedupe([c[k] for k in key])
-    if inverse.size == 1 and shape == (1,) and all(np.shape(v) == (1,) for v in c.values()):
-        # one configuration (analyze): it is its own row, so the block takes the columns as they are and each
-        # result is copied once into a float64 array of one element (what taking row 0 gives, for less)
-        return {k: (v if k.startswith("_") else np.array(v, dtype=float).reshape(shape))
-                for k, v in block(c).items()}
-    sub = block(_sub(c, first))
-    n = first.shape
-    return {k: (v if k.startswith("_") else float_of_shape(v, n)[inverse].reshape(shape))
-            for k, v in sub.items()}
+                    ag3_b, algos) if i == 4 else (msg, times, algos)
+                   for i, (msg, times, algos) in enumerate(entries)]
+    return DpTerms(
+        grad_all_reduce_s=grad_ar, grad_reduce_scatter_s=grad_rs, param_all_gather_s=ag_step,
+        zero3_forward_gather_s=ag3_f, zero3_backward_gather_s=ag3_b, fsdp_unit_gather_s=ag_unit,
+        fsdp_unit_reduce_scatter_s=rs_unit, fsdp_root_gather_s=ag_root, fsdp_root_reduce_scatter_s=rs_root,
+        hsdp_unit_all_reduce_s=ar_unit, hsdp_root_all_reduce_s=ar_root, bucket_all_reduce_s=bucket_ar,
+        bucket_reduce_scatter_s=bucket_rs, bucket_all_gather_s=bucket_ag, zero3_grad_reduce_s=grad_rs3,
+        dp_group_ranks=dp_group, zero_group_ranks=zero_group, expert_dp_group_ranks=np.asarray(edp.size, dtype=float),
+        parameters_per_gpu=np.asarray(params, dtype=float),
+        expert_parameters_per_gpu=np.asarray(expert, dtype=float) * ones,
+        fsdp_unit_parameters=unit_params, fsdp_root_parameters=root_params,
+        embedding_sync_s=total(sync_entries, lambda x: True) if sync_entries else np.zeros(shape),
+        deepspeed=ds, messages=entries, expert_messages=expert_entries, sync_messages=sync_entries)

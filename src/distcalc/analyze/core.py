@@ -44,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, key_table,
-                                     micro_batch_block, run_block, stage_moe_layers)
+from distcalc.analyze.block_rows import key_table, run_block
+from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, micro_batch_block,
+                                     stage_moe_layers)
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import executed_mask, executed_pipeline_s
@@ -54,7 +55,7 @@ from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
-from distcalc.analyze.gather import gather, take_rows
+from distcalc.analyze.gather import UnionRows, gather, take_rows
 from distcalc.analyze.torch_cp import check_torch_cp
 from distcalc.analyze.message_rows import message_rows
 from distcalc.analyze.terms import ByStage, DpCollectives, StagePosition, UnionTerms, dp_collectives_of
@@ -95,39 +96,39 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
                                                      u["first_stage_layers"], u["last_stage_layers"])
     layers = ByStage(lps_first, lps_mid, lps_last)
     lps = d.layers / pp
-    layer_comm = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"] + mb["cp_all"] + mb["ep_all"]
-    layer_forward = mb["forward_s"] + mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"]
-    layer_backward = mb["backward_s"] + mb["recompute_s"] + layer_comm - (mb["tp_fwd"] + mb["cp_f"] + mb["ep_f"])
-    layer_compute = mb["forward_s"] + mb["backward_s"]
-    per_layer = layer_compute + mb["recompute_s"] + layer_comm
-    first = mb["emb_f"] + mb["emb_b"] + mb["emb_comm"]
-    last = mb["out_f"] + mb["out_b"] + mb["head_comm"]
+    layer_comm = mb.tp_forward_s + mb.tp_backward_s + mb.tp_overlappable_exposed_s + mb.cp_exposed_s + mb.ep_all_s
+    layer_forward = mb.forward_s + mb.tp_forward_s + mb.cp_forward_s + mb.ep_forward_s
+    layer_backward = mb.backward_s + mb.recompute_s + layer_comm - (mb.tp_forward_s + mb.cp_forward_s + mb.ep_forward_s)
+    layer_compute = mb.forward_s + mb.backward_s
+    per_layer = layer_compute + mb.recompute_s + layer_comm
+    first = mb.embedding_forward_s + mb.embedding_backward_s + mb.embedding_tp_s
+    last = mb.output_forward_s + mb.output_backward_s + mb.output_tp_s
     single = pp == 1
-    emb, out = mb["emb_f"] + mb["emb_b"], mb["out_f"] + mb["out_b"]
+    emb, out = mb.embedding_forward_s + mb.embedding_backward_s, mb.output_forward_s + mb.output_backward_s
     # a stage holding more MoE layers than the model's average share pays each one's extra compute and its EP
     # AllToAll (DeepSeek's dense layers sit on the first stage; blocks.stage_moe_layers)
     moe = ByStage(*stage_moe_layers(d, lps_first, lps_mid, lps_last))
     frac = d.moe_layers / d.layers
-    extra = ByStage(*((n - lps_x * frac) * mb["moe_extra_compute"] for n, lps_x in
+    extra = ByStage(*((n - lps_x * frac) * mb.moe_extra_compute_s for n, lps_x in
                       ((moe.first, lps_first), (moe.middle, lps_mid), (moe.last, lps_last))))
-    ep = ByStage(*(n * mb["ep_per_moe_layer"] for n in (moe.first, moe.middle, moe.last)))
-    per_layer_no_ep = per_layer - mb["ep_all"]
+    ep = ByStage(*(n * mb.ep_per_moe_layer_s for n in (moe.first, moe.middle, moe.last)))
+    per_layer_no_ep = per_layer - mb.ep_all_s
     base = ByStage(lps_first * per_layer_no_ep + ep.first + extra.first + first + np.where(single, last, 0.0),
                    np.where(pp >= 3, lps_mid * per_layer_no_ep + ep.middle + extra.middle, 0.0),
                    lps_last * per_layer_no_ep + ep.last + extra.last + last + np.where(single, first, 0.0))
     # the slowest stage: the last, the first (ties), a middle one (only when it holds more layers)
     slowest = np.where(base.middle > np.maximum(base.first, base.last), _MIDDLE,
                        (base.first >= base.last).astype(np.int64))  # 1 = StagePosition.FIRST, 0 = LAST
-    tp_layer = mb["tp_fwd"] + mb["tp_bwd"] + mb["tp_ov_exposed"]
-    head_tp = ByStage(mb["emb_comm"] + np.where(single, mb["head_comm"], 0.0), 0.0,
-                      mb["head_comm"] + np.where(single, mb["emb_comm"], 0.0))
+    tp_layer = mb.tp_forward_s + mb.tp_backward_s + mb.tp_overlappable_exposed_s
+    head_tp = ByStage(mb.embedding_tp_s + np.where(single, mb.output_tp_s, 0.0), 0.0,
+                      mb.output_tp_s + np.where(single, mb.embedding_tp_s, 0.0))
     # DP messages exposed beyond their overlap window (one micro-batch's backward / forward of the stage)
-    t_mb_f = lps_mid * mb["forward_s"]
-    t_mb_b = lps_mid * (mb["backward_s"] + mb["recompute_s"])
+    t_mb_f = lps_mid * mb.forward_s
+    t_mb_b = lps_mid * (mb.backward_s + mb.recompute_s)
     # the step's parameter AllGather, repeated per pass of Megatron's chained optimizer
     t = dp_collectives_of(dpb, step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
                                                         d.moe_layers > 0))
-    rs3 = dpb["grad_rs3"]  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
+    rs3 = dpb.zero3_grad_reduce_s  # ZeRO-3's gradient reduction (HSDP: shard-group ReduceScatter + replicate AllReduce)
     # overlapped: the excess over the window is exposed, and the compute it overlaps runs
     # overlap_compute_slowdown slower meanwhile (NCCL kernels take SMs and HBM bandwidth; analyze.fsdp); the
     # bucket that cannot overlap (last gradient bucket, first parameter bucket) is exposed in any case
@@ -138,14 +139,14 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         return np.maximum(x - window, tail) + kappa * np.minimum(x - tail, window)
 
     if o.overlap_grad_reduce:
-        grad_ar_e = hidden(t.grad_all_reduce_s, t_mb_b, dpb["bucket_ar"])
-        grad_rs_e = hidden(t.grad_reduce_scatter_s, t_mb_b, dpb["bucket_rs"])
+        grad_ar_e = hidden(t.grad_all_reduce_s, t_mb_b, dpb.bucket_all_reduce_s)
+        grad_rs_e = hidden(t.grad_reduce_scatter_s, t_mb_b, dpb.bucket_reduce_scatter_s)
         z3_forward = np.maximum(t.zero3_forward_gather_s - t_mb_f, 0.0)
         z3_backward_gather = np.maximum(t.zero3_backward_gather_s - t_mb_b, 0.0)
     else:
         grad_ar_e, grad_rs_e = t.grad_all_reduce_s, t.grad_reduce_scatter_s
         z3_forward, z3_backward_gather = t.zero3_forward_gather_s, t.zero3_backward_gather_s
-    param_ag_e = (hidden(t.param_all_gather_s, t_mb_f, dpb["bucket_ag"]) if o.overlap_param_gather
+    param_ag_e = (hidden(t.param_all_gather_s, t_mb_f, dpb.bucket_all_gather_s) if o.overlap_param_gather
                   else t.param_all_gather_s)
     # ZeRO-3 / FSDP: per-unit AllGather and ReduceScatter overlapped with the neighbouring block's compute,
     # the first gather and the last reduce-scatter exposed, and the compute slowed while collectives run
@@ -155,52 +156,53 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         z3_forward, z3_backward = deepspeed_step_exposure(lps_mid, mb, dpb, ds, o.overlap_compute_slowdown,
                                                          o.param_gather_bytes, device)
     elif o.overlap_grad_reduce:
-        fsdp = fsdp_exposure(lps_mid, mb["forward_s"], mb["backward_s"] + mb["recompute_s"], dpb["ag_unit"],
-                             dpb["rs_unit"], dpb["ag_root"], dpb["rs_root"], o.overlap_compute_slowdown,
-                             dpb["ar_unit"], dpb["ar_root"])
+        fsdp = fsdp_exposure(lps_mid, mb.forward_s, mb.backward_s + mb.recompute_s, dpb.fsdp_unit_gather_s,
+                             dpb.fsdp_unit_reduce_scatter_s, dpb.fsdp_root_gather_s, dpb.fsdp_root_reduce_scatter_s,
+                             o.overlap_compute_slowdown, dpb.hsdp_unit_all_reduce_s, dpb.hsdp_root_all_reduce_s)
         z3_forward = np.minimum(fsdp.forward_s, t.zero3_forward_gather_s + o.overlap_compute_slowdown * t_mb_f)
         z3_backward = np.minimum(fsdp.backward_s, rs3 + t.zero3_backward_gather_s + o.overlap_compute_slowdown * t_mb_b)
     else:
         z3_backward = rs3 + t.zero3_backward_gather_s
     if ds is None and o.fsdp_sharding is FsdpSharding.PER_PARAMETER:  # FSDP2's copy-out / copy-in kernels (analyze.fsdp)
-        copy_f, copy_b = fsdp_copy_s(lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
+        copy_f, copy_b = fsdp_copy_s(lps_mid, dpb.fsdp_unit_parameters, dpb.fsdp_root_parameters, o.param_gather_bytes,
                                      o.grad_reduce_bytes, device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
-        z3_forward = z3_forward + mb["slowest_gpu_factor"] * copy_f
-        z3_backward = z3_backward + mb["slowest_gpu_factor"] * copy_b
+        z3_forward = z3_forward + mb.slowest_gpu_factor * copy_f
+        z3_backward = z3_backward + mb.slowest_gpu_factor * copy_b
     elif ds is None and o.fsdp_sharding is FsdpSharding.FLAT_PARAMETER:  # FSDP1: the flat gradient's concatenation (analyze.fsdp)
-        z3_backward = z3_backward + mb["slowest_gpu_factor"] * fsdp_flat_grad_copy_s(
-            lps_mid, dpb["fsdp_unit_params"], dpb["fsdp_root_params"], o.param_gather_bytes,
+        z3_backward = z3_backward + mb.slowest_gpu_factor * fsdp_flat_grad_copy_s(
+            lps_mid, dpb.fsdp_unit_parameters, dpb.fsdp_root_parameters, o.param_gather_bytes,
             device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
     e = DpCollectives(grad_ar_e, grad_rs_e, param_ag_e, z3_forward, z3_backward_gather)
-    params_gpu = dpb["params_gpu"]
+    params_gpu = dpb.parameters_per_gpu
     # sharded (distributed optimizer / ZeRO): the routed experts' states over the expert-DP group, the rest
     # over the DP group (Megatron-Core shards each buffer over the group that reduces it)
-    expert_gpu = dpb["expert_params_gpu"]
+    expert_gpu = dpb.expert_parameters_per_gpu
     # the gradient buffer zeroed each step: the whole local one without ZeRO and under ZeRO-1 / Megatron's
     # distributed optimizer (gradients unsharded), the shard under ZeRO-2/3 and FSDP (gradients sharded)
     # Megatron-Core's passes over the local gradient buffer before the DP collective: the NaN check, and the
     # 1/(DP·CP) scaling where that group has more than one rank (AnalyzeOptions)
-    grad_pass = o.grad_check_bytes_per_parameter + np.where(dpb["dp_group"] > 1, o.grad_prescale_bytes_per_parameter,
+    grad_pass = o.grad_check_bytes_per_parameter + np.where(dpb.dp_group_ranks > 1, o.grad_prescale_bytes_per_parameter,
                                                             0.0)
-    opt = lambda params, grads: mb["slowest_gpu_factor"] * (  # noqa: E731
+    opt = lambda params, grads: mb.slowest_gpu_factor * (  # noqa: E731
         (params * o.optimizer_bytes_per_parameter + grads * (o.grad_buffer_zero_bytes_per_parameter + grad_pass))
         / device.memory_bandwidth_bytes_per_s + 20 * device.kernel_overhead_s)
-    shard_gpu = (params_gpu - expert_gpu) / dpb["dp_group"] + expert_gpu / dpb["edp_group"]
-    shard3_gpu = (params_gpu - expert_gpu) / dpb["zero_group"] + expert_gpu / dpb["edp_group"]  # HSDP: 1/k
+    shard_gpu = (params_gpu - expert_gpu) / dpb.dp_group_ranks + expert_gpu / dpb.expert_dp_group_ranks
+    # HSDP: 1/k
+    shard3_gpu = (params_gpu - expert_gpu) / dpb.zero_group_ranks + expert_gpu / dpb.expert_dp_group_ranks
     # gradient accumulation outside the backward kernels (DeepSpeed BF16_Optimizer), once per micro-batch
     acc_bytes = o.grad_accumulation_bytes_per_parameter
-    accumulate = mb["slowest_gpu_factor"] * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
+    accumulate = mb.slowest_gpu_factor * (params_gpu * acc_bytes / device.memory_bandwidth_bytes_per_s
                                              + (20 * device.kernel_overhead_s if acc_bytes else 0.0))
     s = u["seq_len"]
     return UnionTerms(
         micro_batch=mb, boundary=bd, dp=dpb, layers=layers, slowest=slowest, slowest_stage_s=base.choose(slowest),
-        mean_stage_s=lps * per_layer + (first + last) / pp, stage_weight_grad_s=lps_mid * mb["backward_wgrad_s"],
-        p2p_transfer_s=bd["p2p_transfer"], dp_active=np.where(dpb["dp_group"] > 1, 1.0, 0.0),
+        mean_stage_s=lps * per_layer + (first + last) / pp, stage_weight_grad_s=lps_mid * mb.backward_wgrad_s,
+        p2p_transfer_s=bd.p2p_transfer_s, dp_active=np.where(dpb.dp_group_ranks > 1, 1.0, 0.0),
         dp_on_link=t, dp_exposed=e, zero3_backward_exposed_s=z3_backward, zero3_grad_reduce_s=rs3,
         optimizer_replicated_s=opt(params_gpu, params_gpu), optimizer_zero1_s=opt(shard_gpu, params_gpu),
         optimizer_sharded_s=opt(shard_gpu, shard_gpu), optimizer_zero3_s=opt(shard3_gpu, shard3_gpu),
-        grad_accumulate_s=accumulate, embedding_sync_s=dpb["embedding_sync"], parameters_per_gpu=params_gpu,
-        gpus=u["gpus"], slowest_gpu_factor=mb["slowest_gpu_factor"],
+        grad_accumulate_s=accumulate, embedding_sync_s=dpb.embedding_sync_s, parameters_per_gpu=params_gpu,
+        gpus=u["gpus"], slowest_gpu_factor=mb.slowest_gpu_factor,
         # compute / TP time of each stage position (the slowest one's is the breakdown's)
         compute_s=ByStage(lps_first * layer_compute + extra.first + (emb + np.where(single, out, 0.0)),
                           lps_mid * layer_compute + extra.middle,
@@ -208,9 +210,9 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
         ep_exposed_s=ep,
         tp_exposed_s=ByStage(lps_first * tp_layer + head_tp.first, lps_mid * tp_layer,
                              lps_last * tp_layer + head_tp.last),
-        tp_on_link_s=ByStage(lps_first * mb["tp_on_link"] + head_tp.first, lps_mid * mb["tp_on_link"],
-                             lps_last * mb["tp_on_link"] + head_tp.last),
-        recompute_s=mb["recompute_s"], cp_exposed_s=mb["cp_all"], ep_all_s=mb["ep_all"],
+        tp_on_link_s=ByStage(lps_first * mb.tp_on_link_s + head_tp.first, lps_mid * mb.tp_on_link_s,
+                             lps_last * mb.tp_on_link_s + head_tp.last),
+        recompute_s=mb.recompute_s, cp_exposed_s=mb.cp_exposed_s, ep_all_s=mb.ep_all_s,
         layer_forward_s=layer_forward, layer_backward_s=layer_backward,
         stage_forward_s=lps_mid * layer_forward, stage_backward_s=lps_mid * layer_backward,
         flops_per_token=forward_flops_per_token(d, s) + 0.0 * s,
@@ -284,9 +286,12 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
                  "first_extra": np.where(uneven, r.layers.first - lps_mid, 0.0),
                  "last_extra": np.where(uneven, r.layers.last - lps_mid, 0.0),
                  "layer_forward": r.layer_forward_s, "layer_backward": r.layer_backward_s,
-                 **{k: g(mbu[k]) for k in ("ep_f", "ep_all", "emb_f", "emb_b", "emb_comm", "out_f", "out_b",
-                                           "out_wg", "head_comm")},
-                 "wgrad": g(mbu["backward_wgrad_s"]),  # a chunk sends one of its boundary's messages:
+                 **{k: UnionRows(x, inverse) for k, x in (
+                     ("ep_f", mbu.ep_forward_s), ("ep_all", mbu.ep_all_s), ("emb_f", mbu.embedding_forward_s),
+                     ("emb_b", mbu.embedding_backward_s), ("emb_comm", mbu.embedding_tp_s),
+                     ("out_f", mbu.output_forward_s), ("out_b", mbu.output_backward_s),
+                     ("out_wg", mbu.output_wgrad_s), ("head_comm", mbu.output_tp_s))},
+                 "wgrad": UnionRows(mbu.backward_wgrad_s, inverse),  # a chunk sends one of its boundary's messages:
                  "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
                  "p2p_latency": r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0)}
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
@@ -342,10 +347,13 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         "layer_forward_s": r.layer_forward_s, "layer_backward_s": r.layer_backward_s,
         "stage_forward_s": r.stage_forward_s, "stage_backward_s": r.stage_backward_s,
         "stage_weight_s": r.stage_weight_grad_s, "p2p_transfer_s": r.p2p_transfer_s,
-        **{f"fsdp_{k}_s": g(u.dp[k]) for k in ("ag_unit", "rs_unit", "ar_unit")},  # one unit (overlaps report)
-        "ds_kept_blocks": g(u.dp.get("ds_kept_units", np.zeros(m.shape))),  # DeepSpeed ZeRO-3 (overlaps)
-        "block_forward_s": g(u.micro_batch["forward_s"]),
-        "block_backward_s": g(u.micro_batch["backward_s"] + u.micro_batch["recompute_s"]),
+        # one unit (overlaps report)
+        "fsdp_ag_unit_s": g(u.dp.fsdp_unit_gather_s), "fsdp_rs_unit_s": g(u.dp.fsdp_unit_reduce_scatter_s),
+        "fsdp_ar_unit_s": g(u.dp.hsdp_unit_all_reduce_s),
+        "ds_kept_blocks": g(u.dp.deepspeed.kept_units if u.dp.deepspeed is not None  # DeepSpeed ZeRO-3 (overlaps)
+                            else np.zeros(m.shape)),
+        "block_forward_s": g(u.micro_batch.forward_s),
+        "block_backward_s": g(u.micro_batch.backward_s + u.micro_batch.recompute_s),
     }
     if executed.any():
         # executed schedules: the per-stage parts describe the busiest device (DualPipe spreads the embedding
@@ -359,7 +367,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     result = {k: x.reshape(shape) for k, x in result.items()}
     if details:
         counts = [np.asarray(msg.count, dtype=float) for msg in
-                  dp_gradient_messages(1.0, g(u.dp["dp_group"]), zero, m, o.grad_reduce_bytes,
+                  dp_gradient_messages(1.0, g(u.dp.dp_group_ranks), zero, m, o.grad_reduce_bytes,
                                        o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         counts[2] = counts[2] * step_param_gather_passes(o.distributed_optimizer, o.overlap_param_gather,
                                                          d.moe_layers > 0)
@@ -367,7 +375,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         grad_exposed = (counts[0] * e.grad_all_reduce_s + counts[1] * e.grad_reduce_scatter_s
                         + counts[3] * e.zero3_forward_gather_s + counts[4] * e.zero3_backward_gather_s)
         expert_counts = [np.asarray(msg.count, dtype=float) for msg in
-                         dp_gradient_messages(1.0, g(u.dp["edp_group"]), zero, m, o.grad_reduce_bytes,
+                         dp_gradient_messages(1.0, g(u.dp.expert_dp_group_ranks), zero, m, o.grad_reduce_bytes,
                                               o.param_gather_bytes, int(o.allreduce_sharded_gradients))]
         result["messages"] = message_rows(u.micro_batch, u.boundary, u.dp, counts, m, lps_slowest, transfers, grad_exposed,
                                       dp_exposed - grad_exposed, o, expert_counts)

@@ -39,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.analyze.block_terms import DeepSpeedTimes, DpTerms, MicroBatchTerms
 from distcalc.analyze.comm import GroupKey, message_times
 from distcalc.analyze.fsdp import FsdpExposure
 from distcalc.cluster import ClusterSpec
@@ -101,15 +102,15 @@ def deepspeed_grad_copy_s(gradient_elements: ArrayLike, grad_bytes: float, conti
 
 def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: dict[str, np.ndarray],
                     cfg: DeepSpeedZero3, block_params: np.ndarray, param_bytes: float, grad_bytes: float,
-                    ones: np.ndarray, memo: dict | None = None) -> dict[str, Any]:
-    """Seconds and counts :func:`deepspeed_zero3_exposure` needs, per configuration: ``ds_gather`` (one
-    block's gathered elements in :func:`~distcalc.deepspeed_zero3.fetches_per_block` AllGathers),
-    ``ds_first_bucket``, ``ds_embed_gather``, ``ds_head_gather``, ``ds_reduce`` (one block's share of the
-    bucketed ReduceScatter), ``ds_last_bucket``, ``ds_kept_units``, ``ds_embed_kept``, ``ds_regathered`` (the
-    fraction of the forward's gathered elements gathered again in backward), ``ds_grad_elements`` and
-    ``ds_copy_kernels``. ``block_params``: one block's parameters on this rank (after TP/EP). The
-    embedding and output layer are counted as on one stage (DeepSpeed ZeRO-3 runs without pipeline
-    parallelism)."""
+                    ones: np.ndarray, memo: dict | None = None) -> DeepSpeedTimes:
+    """Seconds and counts :func:`deepspeed_zero3_exposure` needs, per configuration
+    (:class:`~distcalc.analyze.block_terms.DeepSpeedTimes`): one block's gathered elements in
+    :func:`~distcalc.deepspeed_zero3.fetches_per_block` AllGathers, the first prefetch bucket, the embedding's
+    and the output layer's gathers, one block's share of the bucketed ReduceScatter, the last bucket, the blocks
+    and embedding kept gathered, the prefetch switch, the fraction of the forward's gathered elements gathered
+    again in backward, the gradient elements and the gradient copy kernels. ``block_params``: one block's
+    parameters on this rank (after TP/EP). The embedding and output layer are counted as on one stage
+    (DeepSpeed ZeRO-3 runs without pipeline parallelism)."""
     tp = np.asarray(c["tp"], dtype=float)
     units = d.layers / np.asarray(c["pp"], dtype=float) * ones
     persistent = block_persistent_elements(d, tp, cfg.param_persistence_threshold_elements) * ones
@@ -141,31 +142,26 @@ def deepspeed_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], d: Any, c: 
     released = units * block - kept + (1.0 - embed_kept) * embed + (head if cfg.max_reuse_distance_elements <= 0 else 0.0)
     gather = fetches * t[0]
     reduce = per_element_rs * (total_grads - last) / np.maximum(units, 1.0)
-    # ag_unit / rs_unit: one block's gather and reduce-scatter share as DeepSpeed issues them (overlaps report)
-    return {"ag_unit": gather, "rs_unit": reduce, "ds_gather": gather, "ds_first_bucket": t[1], "ds_embed_gather": t[2], "ds_head_gather": t[3],
-            "ds_reduce": reduce,
-            "ds_last_bucket": t[5], "ds_kept_units": kept / np.maximum(block, 1.0),
-            "ds_embed_kept": embed_kept,
-            "ds_prefetch": np.where((cfg.prefetch_bucket_elements > 0) & (cfg.max_live_parameters > block / fetches),
-                                    1.0, 0.0),
-            "ds_regathered": released / np.maximum(units * block + embed + head, 1.0),
-            "ds_grad_elements": total_grads,
-            "ds_copy_kernels": (units * (fetches + 1.0) if cfg.contiguous_gradients else 0.0)
-            + np.ceil(total_grads / float(cfg.reduce_bucket_elements))}
+    return DeepSpeedTimes(
+        gather_s=gather, first_bucket_s=t[1], embed_gather_s=t[2], head_gather_s=t[3], reduce_s=reduce,
+        last_bucket_s=t[5], kept_units=kept / np.maximum(block, 1.0), embed_kept=embed_kept,
+        prefetch=np.where((cfg.prefetch_bucket_elements > 0) & (cfg.max_live_parameters > block / fetches), 1.0, 0.0),
+        regathered=released / np.maximum(units * block + embed + head, 1.0), grad_elements=total_grads,
+        copy_kernels=(units * (fetches + 1.0) if cfg.contiguous_gradients else 0.0)
+        + np.ceil(total_grads / float(cfg.reduce_bucket_elements)))
 
 
-def deepspeed_step_exposure(units: ArrayLike, mb: dict[str, Any], dpb: dict[str, Any], cfg: DeepSpeedZero3,
+def deepspeed_step_exposure(units: ArrayLike, mb: MicroBatchTerms, dpb: DpTerms, cfg: DeepSpeedZero3,
                             slowdown: float, param_bytes: float, device: Any) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds DeepSpeed ZeRO-3 adds to one micro-batch of the stage: the exposure and
-    contention of :func:`deepspeed_zero3_exposure` on the times of :func:`deepspeed_times` (``dpb``) and the
-    block compute of ``mb``, and in backward the gradient copies (:func:`deepspeed_grad_copy_s`, in the model
-    dtype ``param_bytes``, at the slowest GPU's pace)."""
-    exposure = deepspeed_zero3_exposure(units, mb["forward_s"], mb["backward_s"] + mb["recompute_s"],
-                                        *(dpb[k] for k in ("ds_gather", "ds_first_bucket", "ds_embed_gather",
-                                                           "ds_head_gather", "ds_reduce", "ds_last_bucket",
-                                                           "ds_kept_units", "ds_embed_kept")),
-                                        cfg.overlap_comm, slowdown, dpb["ds_prefetch"])
-    copies = deepspeed_grad_copy_s(dpb["ds_grad_elements"], param_bytes, cfg.contiguous_gradients,
-                                   dpb["ds_copy_kernels"], device.memory_bandwidth_bytes_per_s,
-                                   device.kernel_overhead_s)
-    return exposure.forward_s, exposure.backward_s + mb["slowest_gpu_factor"] * copies
+    contention of :func:`deepspeed_zero3_exposure` on the times of :func:`deepspeed_times` (``dpb.deepspeed``)
+    and the block compute of ``mb``, and in backward the gradient copies (:func:`deepspeed_grad_copy_s`, in the
+    model dtype ``param_bytes``, at the slowest GPU's pace)."""
+    ds = dpb.deepspeed
+    exposure = deepspeed_zero3_exposure(units, mb.forward_s, mb.backward_s + mb.recompute_s, ds.gather_s,
+                                        ds.first_bucket_s, ds.embed_gather_s, ds.head_gather_s, ds.reduce_s,
+                                        ds.last_bucket_s, ds.kept_units, ds.embed_kept, cfg.overlap_comm, slowdown,
+                                        ds.prefetch)
+    copies = deepspeed_grad_copy_s(ds.grad_elements, param_bytes, cfg.contiguous_gradients, ds.copy_kernels,
+                                   device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s)
+    return exposure.forward_s, exposure.backward_s + mb.slowest_gpu_factor * copies

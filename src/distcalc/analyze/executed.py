@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from distcalc.analyze.gather import UnionRows
 from distcalc.parallel import Schedule
 from distcalc.row_groups import distinct_columns, row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
@@ -73,7 +74,7 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
 
     ``terms``: per-configuration arrays ``lps_mid``, ``slots``, ``layer_forward``, ``layer_backward``,
     ``wgrad``, ``ep_f``, ``ep_all``, ``emb_f``, ``emb_b``, ``emb_comm``, ``out_f``, ``out_b``, ``out_wg``,
-    ``head_comm``,
+    ``head_comm`` (or :class:`~distcalc.analyze.gather.UnionRows` of them, taken at the executed rows only),
     ``p2p_exposed`` (a boundary's blocking Send/Recv pair per micro-batch), ``p2p_latency`` (the same pair when
     overlapped: half of it delays each dependency across devices)."""
     mask = executed_mask(schedule, uneven)
@@ -84,7 +85,16 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
         return pipeline, busy
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
     keys = [np.asarray(x)[index] for x in (schedule, pp, m, vpp)]
-    columns = [np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index] for x in terms.values()]
+    union_index = {}  # UnionRows terms (one value per union row): taken at the executed rows only
+
+    def at_executed(x) -> np.ndarray:
+        if isinstance(x, UnionRows):
+            if id(x.index) not in union_index:
+                union_index[id(x.index)] = x.index[index]
+            return x.at(index, union_index[id(x.index)])
+        return np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index]
+
+    columns = [at_executed(x) for x in terms.values()]
     # configurations whose plan and pass times are the same bits (they differ only where the plan's times do
     # not: the ZeRO stage, the optimizer) share a run; every column runs alone, so each plan runs once per
     # distinct row of its configurations' times (found once for all the plans), scattered back at the end

@@ -50,6 +50,20 @@ class Gathered(Generic[R]):
 _slot = Gathered._of.__get__  # the (record, index) pair of a Gathered, past its __getattribute__
 
 
+class UnionRows:
+    """One value per union row and every configuration's union row ``index``, not yet taken: a consumer that
+    needs only some configurations takes those (:meth:`at`) instead of all of them (:func:`take_rows`)."""
+
+    __slots__ = ("values", "index")
+
+    def __init__(self, values: np.ndarray, index: np.ndarray):
+        self.values, self.index = values, index
+
+    def at(self, rows: np.ndarray, index_at_rows: np.ndarray | None = None) -> np.ndarray:
+        """The values of configurations ``rows`` (``index_at_rows``: ``index[rows]``, when already taken)."""
+        return take_rows(self.values, self.index[rows] if index_at_rows is None else index_at_rows)
+
+
 def gather(record: R, index: np.ndarray) -> Gathered[R]:
     """``record`` (a dataclass of arrays over union rows) at each configuration's union row ``index``."""
     if not is_dataclass(record):

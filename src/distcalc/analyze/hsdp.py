@@ -21,10 +21,9 @@ collectives that stay within the fast intra-node fabric).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
+from distcalc.analyze.block_terms import HsdpTimes
 from distcalc.analyze.comm import GroupKey, message_times
 from distcalc.cluster import ClusterSpec
 from distcalc.errors import ConfigError
@@ -45,12 +44,12 @@ def hsdp_groups(dp: GroupKey, shard_size: int) -> tuple[GroupKey, GroupKey]:
 
 def hsdp_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], shard_size: int, params: np.ndarray,
                unit_params: np.ndarray, root_params: np.ndarray, grad_bytes: float, param_bytes: float,
-               ones: np.ndarray, memo: dict | None = None) -> dict[str, Any]:
-    """Seconds of ONE instance of each HSDP collective: the unit's and the root's AllGather / ReduceScatter in
-    the shard group (``ag_unit``, ``rs_unit``, ``ag_root``, ``rs_root``), their gradient-shard AllReduce over
-    the replicate group (``ar_unit``, ``ar_root``), and the whole model's ZeRO-3 messages (``ag3_f``,
-    ``ag3_b``, ``grad_rs3``: the ReduceScatter in the shard group plus the replicate AllReduce); ``zero_group``:
-    the ranks the states are sharded over. ``params``: this rank's parameters before sharding."""
+               ones: np.ndarray, memo: dict | None = None) -> HsdpTimes:
+    """Seconds of ONE instance of each HSDP collective (:class:`~distcalc.analyze.block_terms.HsdpTimes`): the
+    unit's and the root's AllGather / ReduceScatter in the shard group, their gradient-shard AllReduce over the
+    replicate group, and the whole model's ZeRO-3 messages (the gradient reduction: the ReduceScatter in the
+    shard group plus the replicate AllReduce); and the ranks the states are sharded over. ``params``: this
+    rank's parameters before sharding."""
     shard, replicate = hsdp_groups(keys[Dim.DP], shard_size)
     k = float(shard_size)
     inner = [Message(Dim.DP, Comm.ALL_GATHER, unit_params * param_bytes, ones, Phase.FORWARD, True,
@@ -73,6 +72,8 @@ def hsdp_times(cluster: ClusterSpec, keys: dict[Dim, GroupKey], shard_size: int,
     across = message_times(cluster, outer, {**keys, Dim.DP: replicate}, shape)
     t = [times for _, times, _ in in_shard]
     a = [times for _, times, _ in across]
-    return {"ag_unit": t[0], "rs_unit": t[1], "ag_root": t[2], "rs_root": t[3],
-            "grad_rs3": t[5] + a[2], "ag3_f": t[7], "ag3_b": t[8], "ar_unit": a[0], "ar_root": a[1],
-            "zero_group": np.asarray(shard.size, dtype=float)}
+    return HsdpTimes(unit_gather_s=t[0], unit_reduce_scatter_s=t[1], root_gather_s=t[2],
+                     root_reduce_scatter_s=t[3],
+                     zero3_grad_reduce_s=t[5] + a[2], zero3_forward_gather_s=t[7], zero3_backward_gather_s=t[8],
+                     unit_all_reduce_s=a[0], root_all_reduce_s=a[1],
+                     zero_group_ranks=np.asarray(shard.size, dtype=float))

@@ -8,46 +8,49 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.analyze.block_terms import BoundaryTerms, DpTerms, MicroBatchTerms
 from distcalc.traffic import Dim, Phase
 
 
-def message_rows(mb, bd, dpb, counts, m, lps, transfers, grad_exposed, ag_exposed, o,
-                 expert_counts=()) -> list[dict[str, Any]]:
+def message_rows(mb: MicroBatchTerms, bd: BoundaryTerms, dpb: DpTerms, counts, m, lps, transfers, grad_exposed,
+                 ag_exposed, o, expert_counts=()) -> list[dict[str, Any]]:
     """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
     experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
     f = lambda x: float(np.asarray(x).flat[0])  # noqa: E731
     rows = []
-    ov_ratio = f(mb["tp_ov_exposed"]) / f(mb["tp_ov"]) if f(mb["tp_ov"]) > 0 else 0.0
-    # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_all / (CP time on link),
+    ov_ratio = f(mb.tp_overlappable_exposed_s) / f(mb.tp_overlappable_s) if f(mb.tp_overlappable_s) > 0 else 0.0
+    # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_exposed_s / (CP time on link),
     # spread evenly over the CP messages so that the rows add up to the breakdown's cp_exposed_s.
-    cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.CP)
-    cp_ratio = f(mb["cp_all"]) / cp_on_link if cp_on_link > 0 else 0.0
+    cp_on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb.messages if msg.dim == Dim.CP)
+    cp_ratio = f(mb.cp_exposed_s) / cp_on_link if cp_on_link > 0 else 0.0
     # userbuffers (tp_comm_overlap) hide part of the forward and backward-critical TP messages too: their rows
-    # carry the exposed share of their class (forward / backward-critical) so that they add up to tp_fwd/tp_bwd
+    # carry the exposed share of their class (forward / backward-critical) so that they add up to tp_forward_s /
+    # tp_backward_s
     crit_ratio = {Phase.FORWARD: 1.0, Phase.BACKWARD: 1.0, Phase.RECOMPUTE: 1.0}
     if o.tp_comm_overlap:
-        for phases, key in (((Phase.FORWARD,), "tp_fwd"), ((Phase.BACKWARD, Phase.RECOMPUTE), "tp_bwd")):
-            on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb["_entries"] if msg.dim == Dim.TP
+        for phases, exposed in (((Phase.FORWARD,), mb.tp_forward_s),
+                                ((Phase.BACKWARD, Phase.RECOMPUTE), mb.tp_backward_s)):
+            on_link = sum(f(times) * f(msg.count) for msg, times, _ in mb.messages if msg.dim == Dim.TP
                           and not msg.overlappable and msg.phase in phases)
             for phase in phases:
-                crit_ratio[phase] = f(mb[key]) / on_link if on_link > 0 else 0.0
-    for msg, times, algos in mb["_entries"]:
+                crit_ratio[phase] = f(exposed) / on_link if on_link > 0 else 0.0
+    for msg, times, algos in mb.messages:
         per_layer = msg.dim in (Dim.TP, Dim.CP, Dim.EP) and "embedding" not in msg.note and "logits" not in msg.note
-        scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb["moe_fraction"]) if msg.dim == Dim.EP else 1.0)
+        scope = f(m) * (f(lps) if per_layer else 1.0) * (f(mb.moe_fraction) if msg.dim == Dim.EP else 1.0)
         exposed_frac = (ov_ratio if (msg.dim == Dim.TP and msg.overlappable)
                         else crit_ratio.get(msg.phase, 1.0) if msg.dim == Dim.TP and per_layer
                         else cp_ratio if msg.dim == Dim.CP else 1.0)
         rows.append((msg, f(times), algos, scope, exposed_frac))
-    for msg, times, algos in bd["_entries"]:
+    for msg, times, algos in bd.messages:
         rows.append((msg, f(times), algos, f(m) * f(transfers), 0.0 if o.pipeline_p2p_overlap else 1.0))
-    dp_rows = list(zip(counts, dpb["_entries"]))
-    if f(dpb["edp_group"]) > 1:
-        dp_rows += list(zip(expert_counts, dpb["_expert_entries"]))
+    dp_rows = list(zip(counts, dpb.messages))
+    if f(dpb.expert_dp_group_ranks) > 1:
+        dp_rows += list(zip(expert_counts, dpb.expert_messages))
     dp_total = sum(f(cnt) * f(t) for cnt, (_, t, _) in dp_rows)
     dp_ratio = (f(grad_exposed) + f(ag_exposed)) / dp_total if dp_total > 0 else 0.0
     for cnt, (msg, times, algos) in dp_rows:
         rows.append((msg, f(times), algos, f(cnt), dp_ratio))
-    for msg, times, algos in dpb["_sync_entries"]:
+    for msg, times, algos in dpb.sync_messages:
         rows.append((msg, f(times), algos, f(msg.count), 1.0))
     out = []
     for msg, time_one, algos, count, exposed_frac in rows:

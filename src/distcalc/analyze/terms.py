@@ -12,6 +12,8 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from distcalc.analyze.block_terms import BoundaryTerms, DpTerms, MicroBatchTerms
+
 T = TypeVar("T")
 
 
@@ -34,12 +36,13 @@ class DpCollectives:
                 self.zero3_forward_gather_s, self.zero3_backward_gather_s)
 
 
-def dp_collectives_of(block: dict[str, Any], param_gather_passes: Any) -> DpCollectives:
+def dp_collectives_of(block: DpTerms, param_gather_passes: Any) -> DpCollectives:
     """The per-call DP collective times that :func:`distcalc.analyze.blocks.dp_block` priced, the step's
     parameter AllGather taken ``param_gather_passes`` times
     (:func:`distcalc.analyze.chained_optimizer.step_param_gather_passes`)."""
-    return DpCollectives(block["grad_ar"], block["grad_rs"], block["ag_step"] * param_gather_passes,
-                         block["ag3_f"], block["ag3_b"])
+    return DpCollectives(block.grad_all_reduce_s, block.grad_reduce_scatter_s,
+                         block.param_all_gather_s * param_gather_passes, block.zero3_forward_gather_s,
+                         block.zero3_backward_gather_s)
 
 
 
@@ -73,9 +76,9 @@ class UnionTerms:
     (micro-batch shape, degrees, recompute, SP, flash attention, stage split): arrays over the distinct union
     rows, per micro-batch unless named per step. Seconds at the slowest GPU's pace."""
 
-    micro_batch: dict[str, Any]  #: :func:`distcalc.analyze.blocks.micro_batch_block` (per layer, the ends)
-    boundary: dict[str, Any]  #: :func:`distcalc.analyze.blocks.boundary_block` (pipeline Send/Recv)
-    dp: dict[str, Any]  #: :func:`distcalc.analyze.blocks.dp_block` (DP collectives, parameters per GPU)
+    micro_batch: MicroBatchTerms  #: :func:`distcalc.analyze.blocks.micro_batch_block` (per layer, the ends)
+    boundary: BoundaryTerms  #: :func:`distcalc.analyze.blocks.boundary_block` (pipeline Send/Recv)
+    dp: DpTerms  #: :func:`distcalc.analyze.blocks.dp_block` (DP collectives, parameters per GPU)
     layers: ByStage[Any]  #: transformer layers per stage
     slowest: Any  #: :class:`StagePosition` code of the slowest stage
     slowest_stage_s: Any  #: one micro-batch's forward + backward on the slowest stage (without P2P)

@@ -201,16 +201,38 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     (vpp−1)(pp−1)/vpp layer-micro-batches (over on stage 0, under on stage pp−1)."""
     t = terms
     layer_terms = stage_layer_terms(dims, t, stage) if layer_terms is None else layer_terms
+    states = stage_state_lines(t, stage, layer_terms)
+    acts = stage_activation_lines(t, stage, layer_terms)
+    options: MemoryOptions = t["options"]  # type: ignore[assignment]
+    subtotal = (states["weights_bytes"] + states["gradients_bytes"] + states["optimizer_bytes"]
+                + acts["activations_bytes"] + states["weight_gradient_dummies_bytes"]
+                + states["communication_buffers_bytes"] + states["cuda_context_bytes"])
+    reserve = options.allocator_reserve_fraction * subtotal
+    lines = {**states, **acts, "allocator_reserve_bytes": reserve,
+             "total_bytes": subtotal + reserve + states["optimizer_step_buffers_bytes"]}
+    return {key: lines[key] for key in STAGE_KEYS}
+
+
+def _edges(terms: dict[str, object], stage):
+    """(stage as float, holds the embedding, holds the output layer and loss) of ``stage``: V-shaped schedules
+    (ZB-V, DualPipeV) hold both on device 0, DualPipe (both directions) on device 0 and device pp−1
+    (DeepSeek-V3 report §3.2.1)."""
     stage_f = np.asarray(stage, dtype=float)
-    pp_f, vpp_f, m = t["pp"], t["vpp"], t["m"]
-    code = np.asarray(t["schedule"])
-    # where the embedding and the loss sit: V-shaped schedules (ZB-V, DualPipeV) hold both on device 0,
-    # DualPipe (both directions) on device 0 and device pp−1 (DeepSeek-V3 report §3.2.1)
+    pp_f = terms["pp"]
+    code = np.asarray(terms["schedule"])
     v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == Schedule.DUALPIPE.code
     ends = (stage_f == 0) | (stage_f == pp_f - 1)
     first = np.where(dual, ends, stage_f == 0)
     last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))
-    copies = PARAMETER_COPIES[code]  # DualPipe keeps two stages' parameters per device
+    return stage_f, first, last
+
+
+def stage_state_lines(terms: dict[str, object], stage, layer_terms: dict[str, object]) -> dict[str, np.ndarray]:
+    """The lines of :func:`stage_lines` that do not depend on the activations: layers, parameters, model
+    states, TE dummy weight gradients, buffers, CUDA context, optimizer-step buffers."""
+    t = terms
+    _, first, last = _edges(t, stage)
+    copies = PARAMETER_COPIES[np.asarray(t["schedule"])]  # DualPipe keeps two stages' parameters per device
     layers, n_moe = layer_terms["layers"], layer_terms["n_moe"]
 
     # ---- parameters held by this GPU, and their states
@@ -223,25 +245,8 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
     weights, gradients, optimizer = w_l + w_n + w_e, g_l + g_n + g_e, o_l + o_n + o_e
     layer_states = copies * layer_terms["layer_states"]
 
-    # ---- activations
-    units = in_flight_micro_batches(t["schedule"], pp_f, stage_f, vpp_f, m)
-    stage_layer_acts = layer_terms["stage_layer_acts"]
-    per_layer = layer_terms["per_layer"]
-    layer_acts = units / vpp_f * stage_layer_acts
-    workspace = layer_terms["workspace"]
-    embed_acts = np.where(first, np.minimum(units, m), 0.0) * t["embedding_act"]
-    out_count = np.where(last, t["output_count"], 0.0)
-    output_acts = out_count * t["output_act"]
-    loss_ws = out_count * t["loss"]
-    score_buffer = np.where(layers > 0, t["score_buffer"], 0.0)  # a stage running attention holds the buffer
-    activations = layer_acts + workspace + embed_acts + output_acts + loss_ws + score_buffer
-
-    # ---- buffers and reserve
-    comm, context = layer_terms["comm"], layer_terms["context"]
+    # ---- buffers
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
-    dummies = layer_terms["dummies"]  # TE's cached dummy weight gradients (MemoryOptions.te_dummy_wgrad)
-    subtotal = weights + gradients + optimizer + activations + dummies + comm + context
-    reserve = options.allocator_reserve_fraction * subtotal
     # the optimizer step's own tensors (MemoryOptions.step_*): per parameter of this GPU's optimizer shard, and a
     # gradient bucket; new segments of the reserved pool, after the activations were freed
     shard_params = ((copies * layer_params + edge_params) / t["divisors"][2]
@@ -253,14 +258,34 @@ def stage_lines(dims: ModelDims, terms: dict[str, object], stage,
         "layer_parameters": copies * layer_params + copies * expert_params,
         "weights_bytes": weights, "gradients_bytes": gradients, "optimizer_bytes": optimizer,
         "model_states_bytes": weights + gradients + optimizer, "layer_model_states_bytes": layer_states,
-        "in_flight_micro_batches": units, "activations_per_layer_bytes": per_layer,
+        "weight_gradient_dummies_bytes": layer_terms["dummies"],  # TE's cached dummy weight gradients
+        "communication_buffers_bytes": layer_terms["comm"], "cuda_context_bytes": layer_terms["context"],
+        "optimizer_step_buffers_bytes": step_buffers,
+    }
+
+
+def stage_activation_lines(terms: dict[str, object], stage, layer_terms: dict[str, object]
+                           ) -> dict[str, np.ndarray]:
+    """The activation lines of :func:`stage_lines` (in-flight units, layer activations, recompute workspace,
+    embedding and output activations, loss workspace, attention-score buffer, and their sum)."""
+    t = terms
+    stage_f, first, last = _edges(t, stage)
+    pp_f, vpp_f, m = t["pp"], t["vpp"], t["m"]
+    units = in_flight_micro_batches(t["schedule"], pp_f, stage_f, vpp_f, m)
+    stage_layer_acts = layer_terms["stage_layer_acts"]
+    layer_acts = units / vpp_f * stage_layer_acts
+    workspace = layer_terms["workspace"]
+    embed_acts = np.where(first, np.minimum(units, m), 0.0) * t["embedding_act"]
+    out_count = np.where(last, t["output_count"], 0.0)
+    output_acts = out_count * t["output_act"]
+    loss_ws = out_count * t["loss"]
+    score_buffer = np.where(layer_terms["layers"] > 0, t["score_buffer"], 0.0)  # a stage running attention holds it
+    return {
+        "in_flight_micro_batches": units, "activations_per_layer_bytes": layer_terms["per_layer"],
         "layer_activations_bytes": layer_acts, "recompute_workspace_bytes": workspace,
         "embedding_activations_bytes": embed_acts, "output_activations_bytes": output_acts,
-        "loss_workspace_bytes": loss_ws, "attention_buffer_bytes": score_buffer, "activations_bytes": activations,
-        "weight_gradient_dummies_bytes": dummies,
-        "communication_buffers_bytes": comm, "cuda_context_bytes": context,
-        "allocator_reserve_bytes": reserve, "optimizer_step_buffers_bytes": step_buffers,
-        "total_bytes": subtotal + reserve + step_buffers,
+        "loss_workspace_bytes": loss_ws, "attention_buffer_bytes": score_buffer,
+        "activations_bytes": layer_acts + workspace + embed_acts + output_acts + loss_ws + score_buffer,
     }
 
 

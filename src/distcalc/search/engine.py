@@ -37,10 +37,12 @@ from distcalc.search.space import (
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
 RESULT_METRICS = ("step_time_s", "mfu", "memory_bytes", "headroom")
-#: Rows per call of the memory model: its ~100 float64 temporaries of 65,536 rows (512 KiB each) stay in the
-#: CPU caches, where those of a whole space (a million rows, 8 MB each) go to DRAM and fresh pages
-#: (measured, benchmarks/search.py Mixtral case: 1.98 s → 1.54 s of CPU time per search; 16,384–262,144
-#: rows within 10 % of each other). Every row's memory depends on that row alone, so the blocks change nothing.
+#: Rows per call of the memory model: its per-row arrays of 65,536 rows (512 KiB each) stay in the CPU caches,
+#: where those of a whole space (a million rows, 8 MB each) go to DRAM and fresh pages (measured,
+#: benchmarks/search.py Mixtral case, per-row pass: 1.98 s → 1.54 s of CPU time per search; grouped pass
+#: (:mod:`distcalc.memory.line_groups`), CPU seconds of the memory pass, best of 3, Mixtral 8x7B / Llama-3-405B
+#: cases: 0.196 / 0.089 at 32,768 rows, 0.149 / 0.073 at 65,536, 0.133 / 0.081 at 131,072, 0.169 / 0.094 at
+#: 2^20). Every row's memory depends on that row alone, so the blocks change nothing.
 MEMORY_BLOCK_ROWS = 65536
 
 
@@ -166,12 +168,12 @@ class Job:
         return int(load_gpu(self.cluster.gpu).memory_bytes)
 
 
-def _split_apart(configs: ConfigArrays) -> tuple[np.ndarray, np.ndarray] | None:
-    """Row masks (with, without the embedding/loss split or uneven ends) when the configurations mix both,
-    else None."""
-    split = ((configs["account_for_embedding_and_loss"] != 0) | (configs.get("first_stage_layers", 0) != 0)
-             | (configs.get("last_stage_layers", 0) != 0))
-    return (split, ~split) if split.any() and not split.all() else None
+def _uneven_apart(configs: ConfigArrays) -> tuple[np.ndarray, np.ndarray] | None:
+    """Row masks (with, without uneven ends) when the configurations mix both, else None: the memory model
+    finds their candidate stages apart (:func:`distcalc.memory.memory_worst_stage_bytes_batch`)."""
+    uneven = (configs.get("first_stage_layers", 0) != 0) | (configs.get("last_stage_layers", 0) != 0)
+    uneven = np.asarray(uneven)
+    return (uneven, ~uneven) if uneven.ndim and uneven.any() and not uneven.all() else None
 
 
 def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
@@ -191,10 +193,8 @@ def memory_bytes_batch(job: Job, configs: ConfigArrays) -> np.ndarray:
 
 
 def _memory_bytes(job: Job, configs: ConfigArrays) -> np.ndarray:
-    parts = _split_apart(configs)
+    parts = _uneven_apart(configs)
     if parts is not None:
-        # The split adds a third candidate stage (stage 1) to every row of a call: price the rows with and
-        # without it apart, so the usually far more numerous even splits keep two candidates.
         out = np.empty(configs["tp"].shape[0])
         for rows in parts:
             out[rows] = _memory_bytes(job, {k: v[rows] for k, v in configs.items()})
@@ -230,9 +230,10 @@ def search_count(job: Job, gpus: int, headroom: float, choices: SpaceChoices | N
     capacity = job.gpu_memory_bytes
     fits = memory <= (1.0 - headroom) * capacity
     space.rejections.add(RejectReason.OOM, "memory above (1 - headroom) x HBM", int(np.count_nonzero(~fits)))
-    feasible = {k: v[fits] for k, v in space.configs.items()}
+    rows = np.flatnonzero(fits)  # an index, taken once per column: faster than a boolean mask per column
+    feasible = {k: v[rows] for k, v in space.configs.items()}
     metrics = step_metrics_batch(job, feasible)
-    metrics["memory_bytes"] = memory[fits]
+    metrics["memory_bytes"] = memory[rows]
     metrics["headroom"] = 1.0 - metrics["memory_bytes"] / capacity
     return CountResult(gpus=gpus, universe=space.universe, valid=space.size, rejections=space.rejections,
                        configs=feasible, metrics=metrics)

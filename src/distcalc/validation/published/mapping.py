@@ -32,7 +32,9 @@ Rules, column by column:
   ``tp_comm_overlap`` "per recipe" (TransformerEngine userbuffers) → ``tp_comm_overlap`` (each collective
   of a sequence-parallel layer beside its GEMM) and ``tp_overlap_efficiency`` 1 for the rest; NeMo and
   Megatron-Bridge overlap pipeline P2P (``overlap_p2p_comm``) → ``pipeline_p2p_overlap``; "CP comm type
-  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses, else ring attention;
+  a2a" (Megatron ``--cp-comm-type a2a``, Ulysses-style) → ``cp_algorithm`` ulysses; torchtitan → PyTorch's ring
+  attention with its default AllGather rotater (``torch-allgather``; ``torch-alltoall`` where the row names that
+  rotate method); else TransformerEngine's ring attention;
   Megatron-Bridge's performance recipes reduce gradients in bf16 (``grad_reduce_in_fp32`` false): gradient
   buffer, its zeroing and its DP/FSDP collectives at 2 B per element, 16-bit gradients in the model states
   (:mod:`distcalc.validation.published.bridge`, which also says what stays off on those rows).
@@ -85,7 +87,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
-from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER, ContextParallelAlgorithm
+from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
 from distcalc.memory import MemoryOptions, stack_memory_options
@@ -98,7 +100,8 @@ from distcalc.validation.published.bridge import bridge_analyze_updates, bridge_
 from distcalc.validation.published.deepspeed import (AUTOGRAD_ACCUMULATION_BYTES, BF16_OPTIMIZER_ACCUMULATION_BYTES,
                                                      autograd_grad_accumulation, deepspeed_bf16_optimizer,
                                                      deepspeed_zero)
-from distcalc.validation.published.pytorch_stacks import fsdp_shard_size, fsdp_sharding, pytorch_native
+from distcalc.validation.published.pytorch_stacks import (cp_algorithm, fsdp_shard_size, fsdp_sharding,
+                                                         pytorch_native)
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          async_tp_backward, attention_kernel, attention_score_buffer, cross_entropy_kernel,
@@ -307,7 +310,7 @@ def memory_options(run: PublishedRun, config: ParallelConfig, cluster: ClusterSp
         cuda_version=CUDA_OF_SOURCE.get(run.source),
         irregular_allocations=config.recompute is not Recompute.NONE or config.zero_stage == 3,
         nccl_buffer_bytes=nccl, base=MemoryOptions(zero_shard_size=fsdp_shard_size(run),
-                           attention_score_buffer=attention_score_buffer(run)),
+                           attention_score_buffer=attention_score_buffer(run), cp_algorithm=cp_algorithm(run)),
         sixteen_bit_main_grad=main_grad_dtype(run) is MainGradDtype.FP16,
     ).model_copy(update={**bridge_memory_updates(run),
                          "te_dummy_wgrad": te_dummy_wgrad_mode(TE_OF_SOURCE.get(run.source))})
@@ -330,8 +333,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         tp_comm_overlap=run.tp_comm_overlap == "per recipe",
         tp_async_backward=async_tp_backward(run),  # NCCL backward TP collectives beside their GEMMs
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
-        cp_algorithm=ContextParallelAlgorithm.ULYSSES if "CP comm type a2a" in run.config_details
-        else ContextParallelAlgorithm.RING,
+        cp_algorithm=cp_algorithm(run),  # TE ring, Megatron a2a (Ulysses) or PyTorch's ring (torchtitan)
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
         grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
             AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),

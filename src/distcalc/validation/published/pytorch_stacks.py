@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from distcalc.analyze.options import FsdpSharding
+from distcalc.software import ContextParallelAlgorithm
 from distcalc.validation.published.rows import PublishedRun
 
 #: fms-fsdp's sharding strategy per model variant in its README's benchmark table at the 2024 blog's date
@@ -36,3 +37,18 @@ def fsdp_sharding(run: PublishedRun) -> FsdpSharding:
     if "FSDP2" in run.framework:
         return FsdpSharding.PER_PARAMETER
     return FsdpSharding.FLAT_PARAMETER if "FSDP1" in run.config_details else FsdpSharding.FLAT
+
+
+def cp_algorithm(run: PublishedRun) -> ContextParallelAlgorithm:
+    """How the row's context parallelism exchanges K,V: Megatron's ``--cp-comm-type a2a`` (config_details "CP
+    comm type a2a") is Ulysses; torchtitan runs PyTorch's ring attention
+    (``torch.distributed.tensor.experimental.context_parallel``) with K,V rotated by one AllGather — torchtitan's
+    ``experimental.context_parallel_rotate_method`` defaults to "allgather" — or rank to rank where the row names
+    the "alltoall" rotate method; every other stack (TransformerEngine's CP) runs the Send/Recv ring."""
+    if "CP comm type a2a" in run.config_details:
+        return ContextParallelAlgorithm.ULYSSES
+    if "torchtitan" in run.framework:
+        if re.search(r"rotate[ _-]method\W*alltoall", run.config_details, re.I):
+            return ContextParallelAlgorithm.TORCH_ALLTOALL
+        return ContextParallelAlgorithm.TORCH_ALLGATHER
+    return ContextParallelAlgorithm.RING
