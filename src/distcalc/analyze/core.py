@@ -49,7 +49,7 @@ from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_b
                                      stage_moe_layers)
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
-from distcalc.analyze.executed import executed_mask, executed_pipeline_s
+from distcalc.analyze.executed import ExecutedTerms, executed_mask, executed_pipeline_s
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
@@ -282,18 +282,23 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
         mbu = u.micro_batch
         lps_mid = r.layers.middle
-        terms = {"lps_mid": lps_mid, "slots": pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
-                 "first_extra": np.where(uneven, r.layers.first - lps_mid, 0.0),
-                 "last_extra": np.where(uneven, r.layers.last - lps_mid, 0.0),
-                 "layer_forward": r.layer_forward_s, "layer_backward": r.layer_backward_s,
-                 **{k: UnionRows(x, inverse) for k, x in (
-                     ("ep_f", mbu.ep_forward_s), ("ep_all", mbu.ep_all_s), ("emb_f", mbu.embedding_forward_s),
-                     ("emb_b", mbu.embedding_backward_s), ("emb_comm", mbu.embedding_tp_s),
-                     ("out_f", mbu.output_forward_s), ("out_b", mbu.output_backward_s),
-                     ("out_wg", mbu.output_wgrad_s), ("head_comm", mbu.output_tp_s))},
-                 "wgrad": UnionRows(mbu.backward_wgrad_s, inverse),  # a chunk sends one of its boundary's messages:
-                 "p2p_exposed": np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
-                 "p2p_latency": r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0)}
+        terms = ExecutedTerms(
+            middle_stage_layers=lps_mid,
+            embedding_loss_slot_layers=pipeline_slots_offset(flat["account_for_embedding_and_loss"], pp),
+            first_stage_extra_layers=np.where(uneven, r.layers.first - lps_mid, 0.0),
+            last_stage_extra_layers=np.where(uneven, r.layers.last - lps_mid, 0.0),
+            layer_forward_s=r.layer_forward_s, layer_backward_s=r.layer_backward_s,
+            layer_wgrad_s=UnionRows(mbu.backward_wgrad_s, inverse),
+            layer_ep_forward_s=UnionRows(mbu.ep_forward_s, inverse), layer_ep_all_s=UnionRows(mbu.ep_all_s, inverse),
+            embedding_forward_s=UnionRows(mbu.embedding_forward_s, inverse),
+            embedding_backward_s=UnionRows(mbu.embedding_backward_s, inverse),
+            embedding_tp_s=UnionRows(mbu.embedding_tp_s, inverse),
+            output_forward_s=UnionRows(mbu.output_forward_s, inverse),
+            output_backward_s=UnionRows(mbu.output_backward_s, inverse),
+            output_wgrad_s=UnionRows(mbu.output_wgrad_s, inverse), output_tp_s=UnionRows(mbu.output_tp_s, inverse),
+            # a chunk sends one of its boundary's messages:
+            p2p_exposed_s=np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
+            p2p_latency_s=r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0))
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
         pipeline = np.where(executed, run, pipeline)
 

@@ -12,14 +12,16 @@ from distcalc.analyze.terms import DpCollectives
 def dp_tables(t: DpCollectives, on: np.ndarray, z3_backward: np.ndarray | None = None,
                allreduce_sharded: bool = False, rs3: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
     """Per (union row, ZeRO stage 0–3) tables ``K1..K4`` (flattened row-major) such that
-    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (``t`` per call: gradient AllReduce
-    ``ar``, gradient ReduceScatter ``rs``, step AllGather ``ag``, ZeRO-3 AllGathers ``ag3_f``/``ag3_b``) is
+    ``Σ_i count_i·t_i`` of :func:`distcalc.traffic.dp_gradient_messages` (``t`` per call, the fields of
+    :class:`~distcalc.analyze.terms.DpCollectives`: ``grad_all_reduce_s``, ``grad_reduce_scatter_s``,
+    ``param_all_gather_s``, ``zero3_forward_gather_s``, ``zero3_backward_gather_s``) is
     ``((m·K1 + K2) + m·K3) + m·K4`` — the same products and the same order of summation, zeros elsewhere
     (``on`` = 0 where the DP group has one rank). ``z3_backward``: the per-micro-batch ZeRO-3 backward term
-    (ReduceScatter + backward AllGather taken together, for exposed times) in place of ``rs`` and ``ag3_b``
-    separately; ``rs3``: ZeRO-3's gradient reduction where it differs from ``rs`` (HSDP: shard-group
-    ReduceScatter + replicate AllReduce). ``allreduce_sharded``: ZeRO-1 all-reduces the gradients (``ar``)
-    instead of reduce-scattering them (DeepSpeed BF16_Optimizer)."""
+    (ReduceScatter + backward AllGather taken together, for exposed times) in place of ``grad_reduce_scatter_s``
+    and ``zero3_backward_gather_s`` separately; ``rs3``: ZeRO-3's gradient reduction where it differs from
+    ``grad_reduce_scatter_s`` (HSDP: shard-group ReduceScatter + replicate AllReduce). ``allreduce_sharded``:
+    ZeRO-1 all-reduces the gradients (``grad_all_reduce_s``) instead of reduce-scattering them (DeepSpeed
+    BF16_Optimizer)."""
     ar, rs, ag = t.grad_all_reduce_s, t.grad_reduce_scatter_s, t.param_all_gather_s
     ag3_f, ag3_b = t.zero3_forward_gather_s, t.zero3_backward_gather_s
     zero = np.zeros_like(rs)

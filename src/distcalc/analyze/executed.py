@@ -28,12 +28,47 @@ The step's pipeline time is the makespan, or the busiest device's span when the 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+from typing import Any
+
 import numpy as np
 
 from distcalc.analyze.gather import UnionRows
 from distcalc.parallel import Schedule
 from distcalc.row_groups import distinct_columns, row_groups
 from distcalc.schedules import PassTimes, cached_plan, cached_program, execute, get_schedule
+
+
+@dataclass(frozen=True, slots=True)
+class ExecutedTerms:
+    """The per-configuration terms an executed schedule's pass times are built from (:func:`_stage_times`).
+
+    Every field is an array over the configurations, a scalar broadcast to them, or a
+    :class:`~distcalc.analyze.gather.UnionRows` (one value per union row, taken at the executed rows only).
+    Layer counts are per pipeline stage (a device's share, before the chunking into virtual stages); times are
+    per micro-batch. The field order is the column order of the distinct-row search in
+    :func:`executed_pipeline_s`."""
+
+    middle_stage_layers: Any  #: transformer layers of a middle pipeline stage (parallel.stage_layer_split)
+    #: 1 where the embedding and the loss each take a layer slot in the split, else 0
+    #: (parallel.pipeline_slots_offset): the first and last virtual stages hold one layer fewer
+    embedding_loss_slot_layers: Any
+    first_stage_extra_layers: Any  #: uneven ends: the first stage's layers beyond a middle stage's (0 when even)
+    last_stage_extra_layers: Any  #: uneven ends: the last stage's layers beyond a middle stage's (0 when even)
+    layer_forward_s: Any  #: one layer's forward: compute + exposed TP/CP collectives + EP AllToAll (core)
+    layer_backward_s: Any  #: one layer's backward: compute (dgrad + wgrad) + recompute + the rest of its comm
+    layer_wgrad_s: Any  #: one layer's weight-gradient GEMMs (Zero Bubble's W pass)
+    layer_ep_forward_s: Any  #: one layer's forward EP AllToAll × MoE-layer fraction
+    layer_ep_all_s: Any  #: one layer's EP AllToAll, forward + backward, × MoE-layer fraction
+    embedding_forward_s: Any  #: input embedding forward (compute.head_times)
+    embedding_backward_s: Any  #: input embedding backward: the table's gradient (compute.head_times)
+    embedding_tp_s: Any  #: the embedding's TP collectives, half in the forward and half in the backward
+    output_forward_s: Any  #: output layer + loss forward (compute.head_times)
+    output_backward_s: Any  #: output layer + loss backward, its weight gradient included (compute.head_times)
+    output_wgrad_s: Any  #: the output layer's weight-gradient GEMM (the last stage's W pass)
+    output_tp_s: Any  #: the output layer's TP collectives, half in the forward and half in the backward
+    p2p_exposed_s: Any  #: one boundary's blocking Send/Recv pair per micro-batch (0 when P2P overlaps)
+    p2p_latency_s: Any  #: the same pair when overlapped: half of it delays each dependency across devices
 
 
 def executed_mask(schedule: np.ndarray, uneven: np.ndarray | bool = False) -> np.ndarray:
@@ -43,40 +78,37 @@ def executed_mask(schedule: np.ndarray, uneven: np.ndarray | bool = False) -> np
     return Schedule.executed(schedule) | ((schedule == Schedule.INTERLEAVED.code) & np.asarray(uneven, dtype=bool))
 
 
-def _stage_times(device: np.ndarray, c: float, t: dict[str, np.ndarray]) -> PassTimes:
-    """Per-virtual-stage (S, n) pass times from per-configuration per-layer terms ``t``; ``device[j]``: the
-    device holding virtual stage j (its first and last devices take ``first_extra`` / ``last_extra``
+def _stage_times(device: np.ndarray, c: float, t: ExecutedTerms) -> PassTimes:
+    """Per-virtual-stage (S, n) pass times from per-configuration terms ``t``; ``device[j]``: the device holding
+    virtual stage j (its first and last devices take ``first_stage_extra_layers`` / ``last_stage_extra_layers``
     more layers, the uneven ends, split evenly over their chunks as Megatron-Core does)."""
     S = device.size
-    layers = np.repeat((c * t["lps_mid"])[None, :], S, axis=0)
-    layers += c * np.where((device == 0)[:, None], t["first_extra"][None, :], 0.0)
-    layers += c * np.where((device == device.max())[:, None], t["last_extra"][None, :], 0.0)
-    layers[0] -= t["slots"]
-    layers[-1] -= t["slots"]
-    wgrad = t["wgrad"]
-    message = t["p2p_exposed"] / 2  # one of the boundary's two messages, when it blocks the pass
-    f = layers * t["layer_forward"] + message
-    b = layers * (t["layer_backward"] - wgrad) + message
+    layers = np.repeat((c * t.middle_stage_layers)[None, :], S, axis=0)
+    layers += c * np.where((device == 0)[:, None], t.first_stage_extra_layers[None, :], 0.0)
+    layers += c * np.where((device == device.max())[:, None], t.last_stage_extra_layers[None, :], 0.0)
+    layers[0] -= t.embedding_loss_slot_layers
+    layers[-1] -= t.embedding_loss_slot_layers
+    wgrad = t.layer_wgrad_s
+    message = t.p2p_exposed_s / 2  # one of the boundary's two messages, when it blocks the pass
+    f = layers * t.layer_forward_s + message
+    b = layers * (t.layer_backward_s - wgrad) + message
     w = layers * wgrad
-    f[0] += t["emb_f"] + t["emb_comm"] / 2
-    b[0] += t["emb_comm"] / 2
-    w[0] += t["emb_b"]
-    f[-1] += t["out_f"] + t["head_comm"] / 2
-    b[-1] += t["out_b"] - t["out_wg"] + t["head_comm"] / 2
-    w[-1] += t["out_wg"]
-    return PassTimes(f, b, w, t["p2p_latency"] / 2, layers * t["ep_f"], layers * (t["ep_all"] - t["ep_f"]))
+    f[0] += t.embedding_forward_s + t.embedding_tp_s / 2
+    b[0] += t.embedding_tp_s / 2
+    w[0] += t.embedding_backward_s
+    f[-1] += t.output_forward_s + t.output_tp_s / 2
+    b[-1] += t.output_backward_s - t.output_wgrad_s + t.output_tp_s / 2
+    w[-1] += t.output_wgrad_s
+    return PassTimes(f, b, w, t.p2p_latency_s / 2, layers * t.layer_ep_forward_s,
+                     layers * (t.layer_ep_all_s - t.layer_ep_forward_s))
 
 
-def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: dict[str, np.ndarray],
+def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: ExecutedTerms,
                         vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False
                         ) -> tuple[np.ndarray, np.ndarray]:
     """(pipeline time, busiest device's busy time) of every configuration (NaN where not executed).
 
-    ``terms``: per-configuration arrays ``lps_mid``, ``slots``, ``layer_forward``, ``layer_backward``,
-    ``wgrad``, ``ep_f``, ``ep_all``, ``emb_f``, ``emb_b``, ``emb_comm``, ``out_f``, ``out_b``, ``out_wg``,
-    ``head_comm`` (or :class:`~distcalc.analyze.gather.UnionRows` of them, taken at the executed rows only),
-    ``p2p_exposed`` (a boundary's blocking Send/Recv pair per micro-batch), ``p2p_latency`` (the same pair when
-    overlapped: half of it delays each dependency across devices)."""
+    ``terms``: the configurations' :class:`ExecutedTerms` (each field taken at the executed rows only)."""
     mask = executed_mask(schedule, uneven)
     pipeline = np.full(schedule.shape, np.nan)
     busy = np.full(schedule.shape, np.nan)
@@ -94,7 +126,7 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
             return x.at(index, union_index[id(x.index)])
         return np.broadcast_to(np.asarray(x, dtype=float), schedule.shape)[index]
 
-    columns = [at_executed(x) for x in terms.values()]
+    columns = [at_executed(getattr(terms, f.name)) for f in fields(ExecutedTerms)]
     # configurations whose plan and pass times are the same bits (they differ only where the plan's times do
     # not: the ZeRO stage, the optimizer) share a run; every column runs alone, so each plan runs once per
     # distinct row of its configurations' times (found once for all the plans), scattered back at the end
@@ -104,7 +136,7 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     for (code, p, micro, v), group in row_groups([key[first] for key in keys]):
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        times = dict(zip(terms, table[:, group]))
+        times = ExecutedTerms(*table[:, group])  # one row of the table per field, in field order
         ex = execute(plan, _stage_times(device, plan.chunk_fraction, times), program=cached_program(code, p, micro, v))
         distinct_pipeline[group] = ex.step_s(get_schedule(code).tiles_iterations)
         distinct_busy[group] = ex.busy_s.max(axis=0)
