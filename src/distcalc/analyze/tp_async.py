@@ -37,10 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
+
 ArrayLike = Any
 
-#: Lee et al. 2025 (arXiv:2507.03114), abstract: average compute slowdown while a collective overlaps it
-LEE2025_COMPUTE_SLOWDOWN = 0.189
+#: Lee et al. 2025 (arXiv:2507.03114), abstract: average compute slowdown while a collective overlaps it — the
+#: one constant :mod:`distcalc.analyze.contention` holds for every overlapped collective
+LEE2025_COMPUTE_SLOWDOWN = OVERLAP_COMPUTE_SLOWDOWN
 #: Lee et al. 2025, abstract: sequential compute + communication is on average 10.2 % slower than overlapped
 LEE2025_SEQUENTIAL_OVER_OVERLAPPED = 1.102
 
