@@ -25,6 +25,11 @@ class ContextParallelAlgorithm(str, Enum):
     TORCH_ALLTOALL = "torch-alltoall"
 
 
+#: The context-parallel algorithms that are PyTorch's ring attention (its eager kernels, FP32 buffers and
+#: flash-only dispatch): what the step model and the memory model both branch on.
+TORCH_CP_ALGORITHMS = (ContextParallelAlgorithm.TORCH_ALLGATHER, ContextParallelAlgorithm.TORCH_ALLTOALL)
+
+
 class ElementwiseKernels(str, Enum):
     """How a framework runs the layer's elementwise work: Megatron-LM / TransformerEngine fuse each norm,
     activation and rotary embedding into one kernel (``fused``); a PyTorch-eager model (torchtitan without

@@ -27,7 +27,7 @@ from distcalc.analyze.hsdp import hsdp_times
 from distcalc.analyze.moe_tp import moe_tp_messages
 from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, moe_slot_factor
 from distcalc.analyze.tp_async import async_exposed_s
-from distcalc.analyze.torch_cp import TORCH_CP_ALGORITHMS, torch_cp_layer_exposed_s, torch_cp_messages
+from distcalc.analyze.torch_cp import torch_cp_layer_exposed_s, torch_cp_messages
 from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
@@ -35,6 +35,7 @@ from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPL
 from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
+from distcalc.software import TORCH_CP_ALGORITHMS
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
 from distcalc.variability import slowest_gpu_factor

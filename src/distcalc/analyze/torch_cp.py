@@ -34,13 +34,10 @@ from distcalc.compute import DeviceCompute, ModelDims
 from distcalc.compute.torch_cp import TorchRingTimes, torch_ring_layer_times
 from distcalc.errors import ConfigError
 from distcalc.parallel import Recompute
-from distcalc.software import ContextParallelAlgorithm
+from distcalc.software import TORCH_CP_ALGORITHMS, ContextParallelAlgorithm
 from distcalc.traffic import Comm, Dim, Message, Phase
 
 ArrayLike = Any
-
-#: the CP algorithms priced here
-TORCH_CP_ALGORITHMS = (ContextParallelAlgorithm.TORCH_ALLGATHER, ContextParallelAlgorithm.TORCH_ALLTOALL)
 
 #: notes that name the messages :func:`torch_cp_exposed_s` looks up
 GATHER_NOTE = "torch CP AllGather of K,V"

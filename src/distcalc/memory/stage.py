@@ -38,7 +38,7 @@ from distcalc.memory.options import MemoryOptions
 from distcalc.memory.states import sharded_state_bytes, zero_divisors
 from distcalc.memory.te_dummy_wgrad import dummy_wgrad_bytes
 from distcalc.memory.torch_cp import torch_cp_buffer_bytes
-from distcalc.software import ContextParallelAlgorithm
+from distcalc.software import TORCH_CP_ALGORITHMS, ContextParallelAlgorithm
 from distcalc.parallel import (
     Schedule, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
 )
@@ -82,8 +82,7 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
 
 def _cp_buffers(dims: ModelDims, options: MemoryOptions, micro_batch, seq_len, tp, cp):
     """PyTorch ring CP's buffers of one layer (:mod:`distcalc.memory.torch_cp`); 0 for the other algorithms."""
-    torch_cp = (ContextParallelAlgorithm.TORCH_ALLGATHER, ContextParallelAlgorithm.TORCH_ALLTOALL)
-    if options.cp_algorithm not in torch_cp:
+    if options.cp_algorithm not in TORCH_CP_ALGORITHMS:
         return 0.0
     return torch_cp_buffer_bytes(dims, micro_batch, seq_len, tp, cp,
                                  options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER)
