@@ -8,7 +8,8 @@ from typing import Optional
 import typer
 
 from distcalc.cli.checks import MAX_TOKENS, check_float, check_ranges, training_rules
-from distcalc.cli.common import emit_report, exit_if_oom, print_line, request_values, setting_origins, settings_line
+from distcalc.cli.common import (emit_report, exit_if_oom, mark_derived_origins, print_line, request_values,
+                                setting_origins, settings_line)
 from distcalc.jobs.analyze import AnalyzeRequest, analyze_payload, run_analyze
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.render.tables.analyze import print_step_report, step_oom_line
@@ -41,10 +42,7 @@ def run(ctx: typer.Context, config: Optional[Path]) -> None:
         for entry in header.values():
             entry["origin"] = "built-in example"
     else:
-        if job.gpus_origin:
-            header["gpus"]["origin"] = job.gpus_origin
-        if values["global_batch"] is None:
-            header["global_batch"]["origin"] = "micro-batch·dp·2pp"
+        mark_derived_origins(header, job.gpus_origin, values["global_batch"])
     if plot is not None:
         from distcalc.render.plots.analyze import plot_analysis
 

@@ -14,7 +14,22 @@ from distcalc.cli.base import (  # noqa: F401 (the commands' names)
     EXIT_CODES_HELP, EXIT_OOM, EXIT_USAGE, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption,
     GpuSpeedCvOption, emit_json, exit_if_oom, fail, handle_errors, parse_or_exit, request_values, setting_origins,
 )
+from distcalc.parallel_schema import ParallelFields
 from distcalc.render.console import console, error_console, print_line, settings_line  # noqa: F401 (the commands' names)
+
+#: what a left-out global batch becomes, as the schema documents it (``derived_default``)
+GLOBAL_BATCH_DERIVED = ParallelFields.model_fields["global_batch"].json_schema_extra["derived_default"]
+
+
+def mark_derived_origins(header: dict[str, dict[str, Any]], gpus_origin: Optional[str],
+                         global_batch: Optional[int]) -> None:
+    """The header's origins of the two layout values ``analyze`` and ``memory`` derive when left out: ``gpus``
+    (``gpus_origin``: the cluster or the parallel degrees; None when given) and ``global_batch`` (None: the
+    schema's derived default)."""
+    if gpus_origin is not None:
+        header["gpus"]["origin"] = gpus_origin
+    if global_batch is None:
+        header["global_batch"]["origin"] = GLOBAL_BATCH_DERIVED
 
 
 def emit_report(payload: dict[str, Any], *, json_output: bool, plot: Any, render: Callable[[], None],

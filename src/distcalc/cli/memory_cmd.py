@@ -9,7 +9,8 @@ import typer
 
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
-    emit_report, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
+    emit_report, exit_if_oom, handle_errors, mark_derived_origins, print_line, request_values, setting_origins,
+    settings_line,
 )
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
@@ -108,10 +109,7 @@ def register(app: typer.Typer) -> None:
         c = report.config
         settings = setting_origins({"model": values["model"], "gpus": c.world_size, "seq_len": c.seq_len,
                                     "micro_batch": c.micro_batch, "global_batch": c.global_batch}, origins)
-        if run.gpus_origin is not None:
-            settings["gpus"]["origin"] = run.gpus_origin
-        if values["global_batch"] is None:
-            settings["global_batch"]["origin"] = "micro-batch·dp·2pp"
+        mark_derived_origins(settings, run.gpus_origin, values["global_batch"])
         if plot is not None:
             from distcalc.render.plots.memory import plot_memory
 
