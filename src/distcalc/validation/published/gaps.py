@@ -25,7 +25,15 @@ A100_GEMM_RATE = (
     "burst rate) as the A100/A800 power cap gives Narayanan -4.7, BLOOM -9.6, torchtitan -3.6, IBM -3.5, Zero "
     "Bubble -9.7, FlagPerf -11.4 % signed, MegaScale unchanged, but Korthikanti Table 5 2.89 % mean (now 1.39), "
     "1T seqsel +5.9 %: the 530B and 1T rows' GEMMs run at that cap and were measured at least at MAMF speed: "
-    "not applied")
+    "not applied; per kernel class and GEMM shape (88 A100/A800 rows, -10.3 % signed, sd 3.2) the error follows "
+    "neither the GEMM share (r = -0.03), the model's GEMM rate at the rows' shapes (r = -0.04, 226-286 TFLOP/s), "
+    "the attention share (r = +0.01) nor the elementwise share (r = +0.05), and the same layer GEMMs on Selene "
+    "(Narayanan 1T, -5.2 %; Korthikanti 1T full, +1.1 %) differ by 6.3 points, so no per-shape GEMM term can "
+    "close it; the shape terms agree with NVIDIA's A100 cuBLAS curve within 3.5 points from 4096^3 "
+    "(tests/test_a100_gemm_shapes.py); the MAMF best shape is read with k = 2048 where ml-engineering's table "
+    "means k = 16384 (relabelled 2025-01-04): read correctly, A100/A800 rows -5.3 % signed but Korthikanti "
+    "Table 5 5.48 % mean (1T seqsel +8.4 %), or with the current table entry (271.2 TFLOP/s at 1024x10240x5120) "
+    "-8.5 % and 2.40 % (+4.3 %): not applied")
 
 #: (source, quantity) -> what is known
 KNOWN: dict[tuple[str, str], str] = {
