@@ -7,7 +7,7 @@ what the tile, wave, epilogue and roofline terms make of the other shapes. The a
 (290 TFLOP/s at 8192³) is above what the same GPU sustains on random data (257 TFLOP/s, Horace He 2024; MAMF
 267.9–271.2), so the shape test compares throughput relative to 8192³.
 
-Below 4096 the model departs from the figure by up to ±14 points in both directions (e.g. 2048³: 0.55 of the
+Below 4096 the model departs from the figure by −14 … +20 points, in both directions (e.g. 2048³: 0.55 of the
 8192³ rate against 0.68 measured — two waves of 256×128 tiles where cuBLAS runs something better; 1536³: 0.72
 against 0.52): those sizes are not asserted. Layer GEMMs of the development rows have 1024–32768 rows (tokens)
 and are not in that corner (their errors do not follow the model's GEMM rate: see REFERENCES.md).
