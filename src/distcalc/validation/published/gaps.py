@@ -79,7 +79,16 @@ KNOWN: dict[tuple[str, str], str] = {
         "measured 1011 ms against NeMo's 799 ms (+27 %), where the model separates them by 5 % (830 vs 791 "
         "ms, mostly the exposed TP collectives); the H100 rates of this 2024-02 container's cuDNN attention "
         "(with dropout) and cuBLAS GEMMs, the kernels that differ from NeMo's, have no published measurement, "
-        "so the H100 rows' per-GPU gap is not identified"),
+        "so the H100 rows' per-GPU gap is not identified; nor is it one per-step cost: the 8- and 16-GPU rows "
+        "(128 and 64 micro-batches per replica) fit measured = 493 ms per micro-batch + 1.55 s per step in BF16 "
+        "(FP8: 383 ms + 1.00 s) against the model's 407 ms + 0.42 s (312 ms + 0.36 s), so both the slope (+21 %, "
+        "+23 %) and the per-step part are over; the per-step part is not the DP traffic on DGX H100's eight "
+        "400 Gb/s NICs (gradient ReduceScatter of 15.1 GB in fp32 and parameter AllGather of 7.5 GB per GPU, "
+        "priced 0.11 s at 16 GPUs: it would need about one NIC per node, which no FlagPerf README states); the "
+        "fit does not extend to the 440-GPU row (4.65 s for 8 micro-batches cannot hold 1.55 s beside 8 x 493 ms), "
+        "and with the model's per-step part the measured per-micro-batch time grows with the job, 505 -> 516 -> "
+        "563 ms at 8/16/440 GPUs, where the slowest-GPU wait at Sinha et al. 2022's spread (sigma 1.5 %) gives "
+        "2.3 % from 8 to 440 GPUs and the growth would need sigma 7-8 %: no mechanism applied"),
     ("BLOOM_prequel_sweep_2022-02-21", "step_time"): (
         "Megatron-DeepSpeed's stack is priced (Megatron dropout defaults, autograd's 16-bit gradient "
         "accumulation, local-linear bias kernels, ALiBi through baddbmm's C operand, ZeRO-1, and Jean Zay's "
@@ -101,6 +110,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "README's benchmark table states, bf16 reduce, eager kernels, foreach AdamW); the 70B rows are "
         "within 3 %, the 7B rows are -8 % (A100) and -14 % (H100) with their communication mostly hidden "
         "(7B A100: 2.21 s measured against 1.71 s of predicted compute): no FSDP mechanism found for it; "
+        "the H100 part of the 7B H100 row is smaller than it looks: fms-fsdp's README table (5e522b4) measured "
+        "H100/A100 per-GPU throughput 2.03x (7B), 2.11x (13B), 2.21x (34B), 2.16x (70B) with 'the exact same "
+        "scripts and configurations', the model 2.16x (7B) and 2.21x (70B), so -14.1 % is the 7B row's -8.2 % "
+        "on A100 (7B, HSDP, no AC; shared by both GPUs) and 6.4 % more on H100 (70B: 2.0 %); the README itself "
+        "notes the H100 MFU 'for 7 and 13B falls below 0.40'; its HSDP AllReduce per block (12.9 ms at 8 x "
+        "100 Gb/s per node, no GPUDirect RDMA stated for the H100 network) is priced hidden behind 15.7 ms of "
+        "backward, and its host side (eager model code, FSDP1 hooks) is not priced; "
         + A100_GEMM_RATE),
     ("SimuMax_B200_v1.2_2026", "step_time"): (
         "both tools are fast on the same rows (SimuMax's own predictions -5.6 % signed): loss kernels, "
