@@ -88,7 +88,13 @@ KNOWN: dict[tuple[str, str], str] = {
         "fit does not extend to the 440-GPU row (4.65 s for 8 micro-batches cannot hold 1.55 s beside 8 x 493 ms), "
         "and with the model's per-step part the measured per-micro-batch time grows with the job, 505 -> 516 -> "
         "563 ms at 8/16/440 GPUs, where the slowest-GPU wait at Sinha et al. 2022's spread (sigma 1.5 %) gives "
-        "2.3 % from 8 to 440 GPUs and the growth would need sigma 7-8 %: no mechanism applied"),
+        "2.3 % from 8 to 440 GPUs and the growth would need sigma 7-8 %; per micro-batch the BF16 and FP8 rows of "
+        "the same layout split the gap one way only: GEMMs alone would have to be 37 % (BF16) and 53 % (FP8) "
+        "slower than priced, non-GEMM work alone 95 and 76 ms; both pairs (8 and 16 GPUs) fit GEMMs 17-20 % "
+        "slower at both precisions (a clock-bound rate 560-580 instead of 677 TFLOP/s BF16) plus 51 ms of "
+        "non-GEMM work per micro-batch (were it all attention, priced at 67 ms per micro-batch, cuDNN 9.0 with "
+        "dropout would run at 1.8x that time); a two-parameter fit to one source, so not applied: no "
+        "mechanism applied"),
     ("BLOOM_prequel_sweep_2022-02-21", "step_time"): (
         "Megatron-DeepSpeed's stack is priced (Megatron dropout defaults, autograd's 16-bit gradient "
         "accumulation, local-linear bias kernels, ALiBi through baddbmm's C operand, ZeRO-1, and Jean Zay's "
