@@ -93,8 +93,11 @@ KNOWN: dict[tuple[str, str], str] = {
         "slower than priced, non-GEMM work alone 95 and 76 ms; both pairs (8 and 16 GPUs) fit GEMMs 17-20 % "
         "slower at both precisions (a clock-bound rate 560-580 instead of 677 TFLOP/s BF16) plus 51 ms of "
         "non-GEMM work per micro-batch (were it all attention, priced at 67 ms per micro-batch, cuDNN 9.0 with "
-        "dropout would run at 1.8x that time); a two-parameter fit to one source, so not applied: no "
-        "mechanism applied"),
+        "dropout would run at 1.8x that time); a two-parameter fit to one source, so not applied; the one "
+        "documented slow path of that cuDNN was checked and is not taken: TransformerEngine's attention guide "
+        "(v1.7) says cuDNN 9.0's workspace-optimised backward runs 20-30 % slower than the other path, and "
+        "cudnn-frontend v1.0-v1.0.3 (TE 1.2-1.5's submodules) picks it only while b x heads x s_q x s_kv x 2 bytes "
+        "<= 256 MiB (here 1 x 16 x 8192^2 x 2 = 2 GiB): no mechanism applied"),
     ("BLOOM_prequel_sweep_2022-02-21", "step_time"): (
         "Megatron-DeepSpeed's stack is priced (Megatron dropout defaults, autograd's 16-bit gradient "
         "accumulation, local-linear bias kernels, ALiBi through baddbmm's C operand, ZeRO-1, and Jean Zay's "
