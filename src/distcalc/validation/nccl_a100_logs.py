@@ -39,7 +39,8 @@ LOGS = (("nccl_tests_a100_8gpu_all_reduce_nccl2193_g8.log", "dkh NCCL 2.19.3 -g 
 PRICED_WITH = NcclVersion.V2_18_5
 CLUSTER = "dgx-a100"
 SOURCE = ("published nccl-tests logs of one 8x A100-SXM4-80GB node (data/validation/README.md): host 'dkh' "
-          "NCCL 2.19.3 -g 8; facebookresearch/gcm check_nccl test fixture, NCCL 2.16.2, one process per GPU")
+          "NCCL 2.19.3 -g 8; NCCL 2.16.2 one process per GPU, the check_nccl test fixture of Meta's gcm "
+          "(theap06/gcm@54e1b1d gcm/tests/health_checks_tests/test_check_nccl.py)")
 TOLERANCE = 0.10
 
 
