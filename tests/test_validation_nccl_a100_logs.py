@@ -62,3 +62,11 @@ def test_single_thread_runs_agree_with_each_other_and_not_with_one_process_per_g
         assert all(abs(run[size] / mean - 1) <= 0.04 for run in g8), size
         if size <= 64 << 20:
             assert all(1.10 <= run[size] / mean <= 1.27 for run in np8 if size in run), size
+
+
+def test_calibrate_reproduces_each_further_log_within_five_percent():
+    # AICc keeps 3 ranges on the 2.19.3 -g 8 run (1.4 %, worst size 4.1 %) and 1 on the six-size 2.16.2 run
+    # (2.4 %, worst 5.8 %): the bar (5 % geomean) holds on logs the fit was not developed on.
+    cases = CASE_SETS["calibrate-nccl-a100-logs"]()
+    assert [round(c.predicted, 3) for c in cases] == [0.014, 0.024]
+    assert all(c.passed for c in cases)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from distcalc.calibration.nccl_tests import parse_nccl_tests
+from distcalc.calibration.nccl_tests import NcclTestsRun, parse_nccl_tests
 from distcalc.cluster import load_cluster
 from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
@@ -31,6 +31,7 @@ from distcalc.collective.nccl_constants import NcclVersion
 from distcalc.collective.nccl_launch import nccl_tests_period_s
 from distcalc.collective.nccl_tuner import nccl_estimate
 from distcalc.validation.base import CaseSet, ValidationCase
+from distcalc.validation.nccl_busbw import calibrate_case
 
 #: (file, series label, NCCL release printed by the log).
 LOGS = (("nccl_tests_a100_8gpu_all_reduce_nccl2193_g8.log", "dkh NCCL 2.19.3 -g 8", "2.19.3"),
@@ -44,23 +45,30 @@ SOURCE = ("published nccl-tests logs of one 8x A100-SXM4-80GB node (data/validat
 TOLERANCE = 0.10
 
 
+def _runs() -> list[tuple[str, str, NcclTestsRun]]:
+    """(series label, printed NCCL release, run) of every shipped log."""
+    out = []
+    for name, label, printed in LOGS:
+        text = (resources.files("distcalc") / "data" / "validation" / name).read_text(encoding="utf-8")
+        out += [(label, printed, run) for run in parse_nccl_tests(text)]
+    return out
+
+
 def a100_log_rows() -> list[dict[str, object]]:
     """One record per size of each log: NCCL's algorithm/protocol/channels, predicted and measured busbw."""
     system = nccl_system(load_cluster(CLUSTER), 8)
     out = []
-    for name, label, printed in LOGS:
-        text = (resources.files("distcalc") / "data" / "validation" / name).read_text(encoding="utf-8")
-        for run in parse_nccl_tests(text):
-            factor = busbw_factor(run.collective, run.ranks)
-            for row in run.rows:
-                estimate = nccl_estimate(system, run.collective, row.size_bytes, PRICED_WITH)
-                time_s = nccl_tests_period_s(estimate.time_s, run.gpus_per_thread, system.cpu_vendor)
-                measured_s = (row.time_oop_s + row.time_ip_s) / 2
-                out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
-                            "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
-                            "channels": estimate.channels, "version": printed,
-                            "predicted_GBps": row.size_bytes / time_s * factor / 1e9,
-                            "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
+    for label, printed, run in _runs():
+        factor = busbw_factor(run.collective, run.ranks)
+        for row in run.rows:
+            estimate = nccl_estimate(system, run.collective, row.size_bytes, PRICED_WITH)
+            time_s = nccl_tests_period_s(estimate.time_s, run.gpus_per_thread, system.cpu_vendor)
+            measured_s = (row.time_oop_s + row.time_ip_s) / 2
+            out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
+                        "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
+                        "channels": estimate.channels, "version": printed,
+                        "predicted_GBps": row.size_bytes / time_s * factor / 1e9,
+                        "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
     return out
 
 
@@ -73,7 +81,14 @@ def _cases() -> list[ValidationCase]:
         for r in a100_log_rows()]
 
 
+def _calibrate_cases() -> list[ValidationCase]:
+    """``calibrate``'s fit of each log against that log (the issue's bar: busbw within 5 % geomean)."""
+    return [calibrate_case(label, run) for label, _, run in _runs()]
+
+
 CASE_SETS = (
     CaseSet("nccl-a100-logs", "NCCL all-reduce busbw, one 8x A100 node, further published nccl-tests logs "
             "(NCCL 2.19.3 -g 8; NCCL 2.16.2 one process per GPU), NCCL tuning model", SOURCE, _cases),
+    CaseSet("calibrate-nccl-a100-logs", "calibrate's fit (alpha, B per protocol regime) reproducing the busbw of "
+            "each further published 8x A100 nccl-tests log it was fitted to", SOURCE, _calibrate_cases),
 )
