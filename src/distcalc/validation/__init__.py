@@ -21,6 +21,7 @@ CASE_SET_MODULES: tuple[str, ...] = (
     "distcalc.validation.published",
     "distcalc.validation.nccl_busbw",
     "distcalc.validation.nccl_multinode",
+    "distcalc.validation.nccl_a100_logs",
     "distcalc.validation.zero_bubble",
     "distcalc.validation.dualpipe_table",
 )

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from importlib import resources
 
-from distcalc.calibration.nccl_tests import busbw_geomean_error, fit_run, parse_nccl_tests
+from distcalc.calibration.nccl_tests import NcclTestsRun, busbw_geomean_error, fit_run, parse_nccl_tests
 from distcalc.cluster import load_cluster
 from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
@@ -132,19 +132,21 @@ def _log_cases() -> list[ValidationCase]:
 CALIBRATE_GEOMEAN_TOLERANCE = 0.05
 
 
+def calibrate_case(label: str, run: NcclTestsRun) -> ValidationCase:
+    """``calibrate``'s own fit (α and B per protocol regime) against the run it was fitted to; the number is
+    exp(mean log(1 + |busbw error|)) − 1 over every size (0 is exact)."""
+    fit = fit_run(run)
+    worst = max(abs(r["measured_s"] / r["predicted_s"] - 1) for r in fit.residuals)
+    return ValidationCase(
+        case=f"calibrate on A100 {label}: busbw geomean error", predicted=busbw_geomean_error(fit),
+        published=0.0, unit="fraction", error_kind="absolute", tolerance=CALIBRATE_GEOMEAN_TOLERANCE,
+        kind="measured", note=f"{len(fit.segments)} regimes, {len(fit.residuals)} sizes, worst size {worst:.1%}")
+
+
 def _calibrate_cases() -> list[ValidationCase]:
-    """One case per run of the shipped log: ``calibrate``'s own fit (α and B per protocol regime) against the
-    run it was fitted to; the number is exp(mean log(1 + |busbw error|)) − 1 over every size (0 is exact)."""
+    """One case per run of the shipped log (:func:`calibrate_case`)."""
     text = (resources.files("distcalc") / "data" / "validation" / LOG).read_text(encoding="utf-8")
-    out = []
-    for label, run in zip(LOG_RUNS, parse_nccl_tests(text)):
-        fit = fit_run(run)
-        worst = max(abs(r["measured_s"] / r["predicted_s"] - 1) for r in fit.residuals)
-        out.append(ValidationCase(
-            case=f"calibrate on A100 {label}: busbw geomean error", predicted=busbw_geomean_error(fit),
-            published=0.0, unit="fraction", error_kind="absolute", tolerance=CALIBRATE_GEOMEAN_TOLERANCE,
-            kind="measured", note=f"{len(fit.segments)} regimes, {len(fit.residuals)} sizes, worst size {worst:.1%}"))
-    return out
+    return [calibrate_case(label, run) for label, run in zip(LOG_RUNS, parse_nccl_tests(text))]
 
 
 CASE_SETS = (
