@@ -31,4 +31,9 @@ NETWORK_OVERRIDES: tuple[tuple[str, str, int], ...] = (
     # RoCE, taken as 4 and 8 100 Gb/s NICs per 8-GPU node (the per-node total the blog states)
     ("400 Gbps + GPUDirect RDMA per node", "eth-100g", 4),
     ("800 Gbps per node", "eth-100g", 8),
+    # MegaScale (Jiang et al. 2024, arXiv:2402.15627) Sec. 3.6, the cluster of its Table 2 runs, baseline
+    # included: "eight 200G NICs on the server is connected to eight different switches in a multi-rail way",
+    # switches of Tomahawk 4 chips with 1:1 downlink:uplink at every layer of a 3-layer CLOS, RoCE (its
+    # congestion control builds on DCQCN); the row's "exact NIC config not stated" overlooks that section
+    ("ByteDance Ampere cluster", "eth-200g", 8),
 )
