@@ -105,7 +105,8 @@ from distcalc.validation.published.pytorch_stacks import (cp_algorithm, fsdp_sha
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          async_tp_backward, attention_kernel, attention_score_buffer, cross_entropy_kernel,
-                                                         elementwise_kernels, legacy_megatron, main_grad_dtype,
+                                                         elementwise_kernels, legacy_megatron, legacy_step_passes,
+                                                         main_grad_dtype,
                                                          megatron_core, megatron_launched, moe_aux_loss,
                                                          moe_router_group_limited)
 from distcalc.validation.published.systems import CLUSTER_OF_GPU, GPU_OVERRIDE, NETWORK_OVERRIDES
@@ -362,6 +363,12 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
                 grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
         fsdp_shard_size=fsdp_shard_size(run),
     )
+    passes = legacy_step_passes(run, float(reduce_bytes))  # Megatron-LM's own fp16/bf16 optimizer and DDP passes
+    if passes is not None:
+        options = options.model_copy(update=dict(
+            optimizer_bytes_per_parameter=options.optimizer_bytes_per_parameter + passes.optimizer_extra_bytes,
+            grad_buffer_zero_bytes_per_parameter=passes.grad_zero_bytes,
+            grad_prescale_bytes_per_parameter=passes.grad_dp_pass_bytes))
     return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 
