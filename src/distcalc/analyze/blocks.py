@@ -29,6 +29,7 @@ from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, m
 from distcalc.analyze.tp_async import async_exposed_s
 from distcalc.analyze.torch_cp import torch_cp_layer_exposed_s, torch_cp_messages
 from distcalc.analyze.tp_overlap import userbuffers_exposure
+from distcalc.analyze.zero_reduce import reduce_to_owners_factor
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_TORCH
@@ -299,6 +300,8 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     for i, (_, times, _) in enumerate(expert_entries):
         dp_times[i] = dp_times[i] + np.where(np.asarray(edp.size) > 1, times, 0.0)
     grad_ar, grad_rs, ag_step, ag3_f, ag3_b = dp_times
+    if o.zero_reduce_to_owners:  # DeepSpeed ZeRO-1/2: one Reduce per owner (distcalc.analyze.zero_reduce)
+        grad_rs = grad_rs * reduce_to_owners_factor(keys[Dim.DP].size)
     ag_unit, rs_unit, ag_root, rs_root, bucket_ar, bucket_rs, bucket_ag = (
         times for _, times, _ in priced[len(msgs) + len(sync):])
     dp_group = np.asarray(keys[Dim.DP].size, dtype=float)

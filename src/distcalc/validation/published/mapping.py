@@ -336,6 +336,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=cp_algorithm(run),  # TE ring, Megatron a2a (Ulysses) or PyTorch's ring (torchtitan)
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
+        zero_reduce_to_owners=deepspeed_zero(run),  # ZeRO-1/2 reduce per owner (analyze.zero_reduce)
         grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
             AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
