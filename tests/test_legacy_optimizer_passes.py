@@ -6,8 +6,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from distcalc.analyze import AnalyzeOptions, analyze
-from distcalc.analyze.optimizer_passes import (GRAD_UPCAST_BYTES, LOSS_SCALER_UNSCALE_BYTES, DataParallelWrapper,
-                                               megatron_step_passes)
+from distcalc.analyze.optimizer_passes import (GRAD_UPCAST_BYTES, LOSS_SCALER_UNSCALE_BYTES, megatron_step_passes,
+                                               step_pass_updates)
+from distcalc.software import DataParallelWrapper
 from distcalc.validation.published import comparisons
 from distcalc.validation.published.stack_kernels import legacy_step_passes
 
@@ -31,7 +32,19 @@ def test_bad_gradient_size_is_refused_with_the_valid_values():
         megatron_step_passes(True, 3.0, DataParallelWrapper.LOCAL_BUFFERS)
 
 
-@given(scaler=st.booleans(), grad_bytes=st.sampled_from([2.0, 4.0]), wrapper=st.sampled_from(list(DataParallelWrapper)))
+LEGACY = [w for w in DataParallelWrapper if w is not DataParallelWrapper.MEGATRON_CORE]
+
+
+def test_megatron_core_keeps_the_default_pricing_and_has_no_legacy_passes():
+    assert step_pass_updates(38.0, True, 2.0, DataParallelWrapper.MEGATRON_CORE) == {}
+    assert step_pass_updates(38.0, True, 2.0, DataParallelWrapper.TORCH_DDP) == {
+        "optimizer_bytes_per_parameter": 52.0, "grad_buffer_zero_bytes_per_parameter": 0.0,
+        "grad_prescale_bytes_per_parameter": 8.0}
+    with pytest.raises(ValueError, match="'megatron-core' has no Megatron-LM optimizer passes; valid: local-buffers"):
+        megatron_step_passes(True, 2.0, DataParallelWrapper.MEGATRON_CORE)
+
+
+@given(scaler=st.booleans(), grad_bytes=st.sampled_from([2.0, 4.0]), wrapper=st.sampled_from(LEGACY))
 def test_passes_are_non_negative_and_grow_with_the_scaler_and_16_bit_grads(scaler, grad_bytes, wrapper):
     p = megatron_step_passes(scaler, grad_bytes, wrapper)
     assert min(p.optimizer_extra_bytes, p.grad_zero_bytes, p.grad_dp_pass_bytes) >= 0

@@ -43,3 +43,26 @@ def test_bloom_rows_pay_the_per_owner_reduces_in_their_exposed_dp_time():
         added = with_owners["dp_exposed_s"] - without["dp_exposed_s"]
         assert 0 < added < without["dp_exposed_s"] / (i.config.dp - 1)  # only the reduce half grows
         assert with_owners["compute_s"] == without["compute_s"]
+
+
+def _bloom_like(zero, owners, dp=4):
+    from distcalc.analyze import AnalyzeOptions
+    from distcalc.cluster import load_cluster
+    from distcalc.model import load_model
+    from distcalc.parallel import ParallelConfig, Recompute
+    spec = load_model("llama2-7b")
+    config = ParallelConfig(gpus=8 * dp, tp=8, dp=dp, zero=zero, micro_batch=1, global_batch=8 * dp, seq_len=2048,
+                            recompute=Recompute.FULL)
+    options = AnalyzeOptions(overlap_grad_reduce=False, overlap_param_gather=False, zero_reduce_to_owners=owners)
+    return analyze(spec, load_cluster("dgx-a100"), config, options)
+
+
+def test_message_table_shows_the_scaled_reduce_and_zero3_keeps_its_reduce_scatter():
+    """The per-message rows carry the owner Reduces' time and say so; ZeRO-3 (DeepSpeed's reduce_scatter_coalesced,
+    FSDP) is not a per-owner Reduce and is unchanged by the switch."""
+    plain, owners = _bloom_like(1, False), _bloom_like(1, True)
+    rs = lambda r: next(m for m in r.communication if m["dim"] == "dp" and m["collective"] == "reduce-scatter")  # noqa: E731
+    assert rs(owners)["time_s"] == pytest.approx(rs(plain)["time_s"] * 4 / 3, rel=1e-9)
+    assert "one Reduce per partition owner" in rs(owners)["note"] and "owner" not in rs(plain)["note"]
+    z3_plain, z3_owners = _bloom_like(3, False), _bloom_like(3, True)
+    assert z3_owners.step_time_s == pytest.approx(z3_plain.step_time_s, rel=1e-12)

@@ -40,24 +40,17 @@ post-validation path ``pre_step``); PyTorch 1.8 ``torch/csrc/distributed/c10d/re
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from typing import Any
+
+from distcalc.software import DataParallelWrapper
 
 #: ``torch._amp_foreach_non_finite_check_and_unscale_`` over the fp32 main gradients: read 4 + write 4 B
 LOSS_SCALER_UNSCALE_BYTES = 8.0
 #: ``main_grad.float()`` / ``grad.float()`` of a 16-bit gradient into a new fp32 tensor: read 2 + write 4 B
 GRAD_UPCAST_BYTES = 6.0
 #: read + write passes over the local gradients of each data-parallel wrapper where DP > 1 (module docstring)
-DP_PACKING_PASSES = {"local-buffers": 1, "local-coalesced": 3, "torch-ddp": 2}
-
-
-class DataParallelWrapper(str, Enum):
-    """Which data-parallel wrapper holds the gradients (module docstring): Megatron's local DDP with contiguous
-    ``main_grad`` buffers, Megatron's local DDP without them (``--DDP-impl local`` before contiguous buffers were
-    the default), or PyTorch DDP (``--DDP-impl torch``)."""
-
-    LOCAL_BUFFERS = "local-buffers"
-    LOCAL_COALESCED = "local-coalesced"
-    TORCH_DDP = "torch-ddp"
+DP_PACKING_PASSES = {DataParallelWrapper.LOCAL_BUFFERS: 1, DataParallelWrapper.LOCAL_COALESCED: 3,
+                     DataParallelWrapper.TORCH_DDP: 2}
 
 
 @dataclass(frozen=True)
@@ -82,7 +75,22 @@ def megatron_step_passes(loss_scaler: bool, grad_bytes: float, wrapper: DataPara
     if grad_bytes not in (2.0, 4.0):
         raise ValueError(f"grad_bytes {grad_bytes!r} is not a gradient element size; valid: 2 (16-bit), 4 (fp32)")
     wrapper = DataParallelWrapper(wrapper)
+    if wrapper not in DP_PACKING_PASSES:
+        raise ValueError(f"wrapper {wrapper.value!r} has no Megatron-LM optimizer passes; valid: "
+                         + ", ".join(w.value for w in DP_PACKING_PASSES))
     extra = (LOSS_SCALER_UNSCALE_BYTES if loss_scaler else 0.0) + (GRAD_UPCAST_BYTES if grad_bytes == 2.0 else 0.0)
     zero = grad_bytes if wrapper is DataParallelWrapper.LOCAL_BUFFERS else 0.0
     return StepPasses(optimizer_extra_bytes=extra, grad_zero_bytes=zero,
-                      grad_dp_pass_bytes=2.0 * grad_bytes * DP_PACKING_PASSES[wrapper.value])
+                      grad_dp_pass_bytes=2.0 * grad_bytes * DP_PACKING_PASSES[wrapper])
+
+
+def step_pass_updates(optimizer_bytes_per_parameter: float, loss_scaler: bool, grad_bytes: float,
+                      wrapper: DataParallelWrapper) -> dict[str, Any]:
+    """The :class:`~distcalc.analyze.AnalyzeOptions` fields that price :func:`megatron_step_passes` on top of an
+    Adam step of ``optimizer_bytes_per_parameter``; no change for ``megatron-core`` (the options' own pricing)."""
+    if DataParallelWrapper(wrapper) is DataParallelWrapper.MEGATRON_CORE:
+        return {}
+    p = megatron_step_passes(loss_scaler, grad_bytes, wrapper)
+    return {"optimizer_bytes_per_parameter": optimizer_bytes_per_parameter + p.optimizer_extra_bytes,
+            "grad_buffer_zero_bytes_per_parameter": p.grad_zero_bytes,
+            "grad_prescale_bytes_per_parameter": p.grad_dp_pass_bytes}

@@ -14,9 +14,13 @@ terms are not scaled. The parameter AllGather after the step is an ``all_gather`
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
+
+#: position of the gradient ReduceScatter among the DP messages (``distcalc.traffic.dp_gradient_messages`` order)
+GRAD_REDUCE_SCATTER_INDEX = 1
 
 
 def reduce_to_owners_factor(dp_ranks: Any) -> Any:
@@ -26,3 +30,15 @@ def reduce_to_owners_factor(dp_ranks: Any) -> Any:
     if np.any(n < 1):
         raise ValueError(f"dp_ranks {dp_ranks!r} must be at least 1")
     return np.where(n > 1, n / np.maximum(n - 1.0, 1.0), 1.0)
+
+
+def owner_reduces(entries: list, dp_ranks: Any) -> list:
+    """The priced DP messages ``(message, seconds, algorithms)`` with the gradient ReduceScatter's time scaled by
+    :func:`reduce_to_owners_factor` and its note saying so (an empty list stays empty)."""
+    if len(entries) <= GRAD_REDUCE_SCATTER_INDEX:
+        return entries
+    out = list(entries)
+    msg, times, algos = out[GRAD_REDUCE_SCATTER_INDEX]
+    out[GRAD_REDUCE_SCATTER_INDEX] = (replace(msg, note=msg.note + " (DeepSpeed: one Reduce per partition owner)"),
+                                      times * reduce_to_owners_factor(dp_ranks), algos)
+    return out

@@ -87,6 +87,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
+from distcalc.analyze.optimizer_passes import step_pass_updates
 from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
@@ -105,7 +106,7 @@ from distcalc.validation.published.pytorch_stacks import (cp_algorithm, fsdp_sha
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          async_tp_backward, attention_kernel, attention_score_buffer, cross_entropy_kernel,
-                                                         elementwise_kernels, legacy_megatron, legacy_step_passes,
+                                                         elementwise_kernels, legacy_dp_wrapper, legacy_megatron,
                                                          main_grad_dtype,
                                                          megatron_core, megatron_launched, moe_aux_loss,
                                                          moe_router_group_limited)
@@ -364,12 +365,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
                 grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
         fsdp_shard_size=fsdp_shard_size(run),
     )
-    passes = legacy_step_passes(run, float(reduce_bytes))  # Megatron-LM's own fp16/bf16 optimizer and DDP passes
-    if passes is not None:
-        options = options.model_copy(update=dict(
-            optimizer_bytes_per_parameter=options.optimizer_bytes_per_parameter + passes.optimizer_extra_bytes,
-            grad_buffer_zero_bytes_per_parameter=passes.grad_zero_bytes,
-            grad_prescale_bytes_per_parameter=passes.grad_dp_pass_bytes))
+    wrapper = legacy_dp_wrapper(run)  # Megatron-LM's own fp16/bf16 optimizer and DDP passes (analyze.optimizer_passes)
+    if wrapper is not None:
+        options = options.model_copy(update=step_pass_updates(options.optimizer_bytes_per_parameter,
+                                                               run.precision == "fp16", float(reduce_bytes), wrapper))
     return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import re
 
-from distcalc.analyze.optimizer_passes import DataParallelWrapper, StepPasses, megatron_step_passes
+from distcalc.analyze.optimizer_passes import StepPasses, megatron_step_passes
 from distcalc.analyze.options import AttentionKernel, ElementwiseKernels
 from distcalc.compute.loss import CrossEntropyKernel
-from distcalc.software import MainGradDtype
+from distcalc.software import DataParallelWrapper, MainGradDtype
 from distcalc.validation.published.rows import PublishedRun
 
 
@@ -97,24 +97,28 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
 COALESCED_LOCAL_DDP_STACKS = ("SC21",)
 
 
-def legacy_step_passes(run: PublishedRun, grad_bytes: float) -> StepPasses | None:
-    """The step passes of Megatron-LM's own mixed-precision optimizer (:mod:`distcalc.analyze.optimizer_passes`)
-    for a stack of :func:`legacy_megatron`: a loss scaler for fp16 (every ``--fp16`` run has one; the SC21
-    scripts pass ``--loss-scale 8192``, a constant scaler that still unscales), the row's gradient element size
-    ``grad_bytes`` (16-bit for fp16 local and PyTorch DDP, fp32 ``main_grad`` for bf16), and its data-parallel
-    wrapper (``--DDP-impl torch`` as the row's ``config_details`` says; local DDP without buffers on
-    :data:`COALESCED_LOCAL_DDP_STACKS`, else with them). None for other stacks (Megatron-Core's launched passes
-    are :data:`MEGATRON_GRAD_CHECK_BYTES` / :data:`MEGATRON_GRAD_PRESCALE_BYTES`; DeepSpeed and PyTorch-native
-    loops step optimizers of their own)."""
+def legacy_dp_wrapper(run: PublishedRun) -> DataParallelWrapper | None:
+    """The data-parallel wrapper of a stack of :func:`legacy_megatron` that steps Megatron-LM's own
+    mixed-precision optimizer (:mod:`distcalc.analyze.optimizer_passes`): PyTorch DDP where the row's
+    ``config_details`` says ``--DDP-impl torch``, local DDP without contiguous buffers on
+    :data:`COALESCED_LOCAL_DDP_STACKS`, else local DDP with them. None for other stacks (Megatron-Core's launched
+    passes are :data:`MEGATRON_GRAD_CHECK_BYTES` / :data:`MEGATRON_GRAD_PRESCALE_BYTES`; DeepSpeed and
+    PyTorch-native loops step optimizers of their own)."""
     if not legacy_megatron(run):
         return None
     if "DDP-impl torch" in run.config_details:
-        wrapper = DataParallelWrapper.TORCH_DDP
-    elif any(stack in run.framework for stack in COALESCED_LOCAL_DDP_STACKS):
-        wrapper = DataParallelWrapper.LOCAL_COALESCED
-    else:
-        wrapper = DataParallelWrapper.LOCAL_BUFFERS
-    return megatron_step_passes(run.precision == "fp16", grad_bytes, wrapper)
+        return DataParallelWrapper.TORCH_DDP
+    if any(stack in run.framework for stack in COALESCED_LOCAL_DDP_STACKS):
+        return DataParallelWrapper.LOCAL_COALESCED
+    return DataParallelWrapper.LOCAL_BUFFERS
+
+
+def legacy_step_passes(run: PublishedRun, grad_bytes: float) -> StepPasses | None:
+    """The step passes of :func:`legacy_dp_wrapper`'s stacks: a loss scaler for fp16 (every ``--fp16`` run has
+    one; the SC21 scripts pass ``--loss-scale 8192``, a constant scaler that still unscales) and the row's
+    gradient element size ``grad_bytes`` (16-bit for fp16 local and PyTorch DDP, fp32 ``main_grad`` for bf16)."""
+    wrapper = legacy_dp_wrapper(run)
+    return None if wrapper is None else megatron_step_passes(run.precision == "fp16", grad_bytes, wrapper)
 
 
 #: HBM bytes per local parameter of Megatron-Core's gradient passes before the DP collective (NaN check: read
