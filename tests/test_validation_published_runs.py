@@ -152,7 +152,9 @@ def test_pytorch_native_rows_run_eager_elementwise_and_sdpa():
     assert run_inputs(RUNS["ibmfsdp_70b_h100_96g"]).options.fsdp_shard_size == 0
     assert run_inputs(RUNS["ibmfsdp_7b_a100_128g"]).memory_options.zero_shard_size == 8
     assert ibm.optimizer_bytes_per_parameter == titan.optimizer_bytes_per_parameter == 96.0
-    assert megatron.optimizer_bytes_per_parameter == 38.0 and megatron.grad_buffer_zero_bytes_per_parameter == 4.0
+    # SC21's fp16 optimizer adds its loss-scaler unscale and gradient upcast and sets gradients to None
+    # (analyze.optimizer_passes; was 38 / 4 before those passes were priced)
+    assert megatron.optimizer_bytes_per_parameter == 38.0 + 14.0 and megatron.grad_buffer_zero_bytes_per_parameter == 0.0
 
 
 def test_megatron_stacks_without_transformer_engine_run_megatron_local_linears():

@@ -95,3 +95,18 @@ class MainGradDtype(str, Enum):
     def bytes_per_element(self) -> float:
         """Bytes of one ``main_grad`` element."""
         return 4.0 if self is MainGradDtype.FP32 else 2.0
+
+
+class DataParallelWrapper(str, Enum):
+    """Which data-parallel wrapper holds the gradients, and so which passes over them a step runs
+    (:mod:`distcalc.analyze.optimizer_passes`): Megatron-Core's DDP with the Megatron-Core optimizer
+    (``megatron-core``, the step-time model's default pricing), or Megatron-LM's own mixed-precision optimizer
+    (fp16: loss-scaler unscale, fp32 upcast of 16-bit gradients) with its local DDP and contiguous gradient
+    buffers (``local-buffers``), its local DDP without them (``local-coalesced``: the 2021 code's fp16 default;
+    gradients flattened, divided and copied back) or PyTorch DDP (``torch-ddp``, ``--DDP-impl torch``: bucket
+    copies)."""
+
+    MEGATRON_CORE = "megatron-core"
+    LOCAL_BUFFERS = "local-buffers"
+    LOCAL_COALESCED = "local-coalesced"
+    TORCH_DDP = "torch-ddp"

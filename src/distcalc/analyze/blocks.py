@@ -29,6 +29,7 @@ from distcalc.analyze.options import AnalyzeOptions, ContextParallelAlgorithm, m
 from distcalc.analyze.tp_async import async_exposed_s
 from distcalc.analyze.torch_cp import torch_cp_layer_exposed_s, torch_cp_messages
 from distcalc.analyze.tp_overlap import userbuffers_exposure
+from distcalc.analyze.zero_reduce import owner_reduces
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_TORCH
@@ -293,6 +294,11 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
         emsgs = [Message(m.dim, m.collective, m.size_bytes, ones, m.phase, m.overlappable, "expert " + m.note)
                  for m in dp_gradient_messages(expert, edp.size, 0, ones, o.grad_reduce_bytes, o.param_gather_bytes)]
         expert_entries = message_times(cluster, emsgs, {**keys, Dim.DP: edp}, shape)
+    # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce) is a ReduceScatter in every stack
+    plain_rs = entries[1][1] + (np.where(np.asarray(edp.size) > 1, expert_entries[1][1], 0.0) if expert_entries else 0.0)
+    if o.zero_reduce_to_owners:  # DeepSpeed ZeRO-1/2: one Reduce per partition owner (distcalc.analyze.zero_reduce)
+        entries, expert_entries = (owner_reduces(e, group) for e, group in ((entries, keys[Dim.DP].size),
+                                                                            (expert_entries, edp.size)))
     # the five DP messages (dp_gradient_messages order), the expert-DP group's collective added where that
     # group has more than one rank
     dp_times = [times for _, times, _ in entries]
@@ -304,7 +310,7 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     dp_group = np.asarray(keys[Dim.DP].size, dtype=float)
     zero_group = dp_group  # ranks ZeRO-3 shards the states over (HSDP: the shard group)
     ar_unit = ar_root = np.zeros(shape)
-    grad_rs3 = grad_rs  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
+    grad_rs3 = plain_rs  # ZeRO-3's gradient reduction (HSDP: + the replicate AllReduce)
     unit_params, root_params = fsdp_unit_parameters(d, c, ones)
     if o.fsdp_shard_size:  # HSDP: ZeRO-3 messages on the shard / replicate groups (distcalc.analyze.hsdp)
         h = hsdp_times(cluster, keys, o.fsdp_shard_size, params, unit_params, root_params, o.grad_reduce_bytes,

@@ -71,6 +71,9 @@ class AnalyzeOptions(BaseModel):
       optimizer), the gradients are reduce-scattered. True describes DeepSpeed's ``BF16_Optimizer``
       (``deepspeed/runtime/bf16_optimizer.py``: ``get_grads_for_reduction`` hands the engine its full fp32
       accumulators to all-reduce, then it all-gathers the updated bf16 parameters): AllReduce + AllGather.
+    * ``zero_reduce_to_owners`` False: the ZeRO-1/2 gradient reduction is one ReduceScatter. True describes
+      DeepSpeed's ZeRO-1/2 optimizer, which issues one Reduce per partition owner (``average_tensor``): n/(n − 1)
+      times the ReduceScatter's time (:mod:`distcalc.analyze.zero_reduce`).
     * ``grad_accumulation_bytes_per_parameter`` 0: HBM bytes per parameter and micro-batch that an optimizer
       moves outside the backward kernels. DeepSpeed's ``BF16_Optimizer`` adds every micro-batch's bf16
       gradients into its fp32 accumulators (``update_hp_grads``: an fp32 copy of the gradient, read 2 + write
@@ -152,6 +155,8 @@ class AnalyzeOptions(BaseModel):
                                               description="loss kernels: unfused, native-fused or te-fused")
     allreduce_sharded_gradients: bool = Field(False, description="all-reduce gradients although the optimizer "
                                               "is sharded (DeepSpeed BF16_Optimizer)")
+    zero_reduce_to_owners: bool = Field(False, description="ZeRO-1/2 gradients reduced by one Reduce per partition "
+                                        "owner (DeepSpeed) instead of one ReduceScatter")
     grad_accumulation_bytes_per_parameter: float = Field(0.0, ge=0, description="HBM bytes per parameter per "
                                                          "micro-batch for gradient accumulation outside backward")
     pipeline_scatter_gather: bool = Field(True, description="Megatron scatter/gather of P2P activations")

@@ -17,8 +17,8 @@ from distcalc.cli.base import (EXIT_CODES_HELP, AllowOomOption, CalibrationOptio
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.run_file import DEFAULTS
-from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, ElementwiseKernels,
-                               FsdpSharding, MainGradDtype)
+from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, DataParallelWrapper,
+                               ElementwiseKernels, FsdpSharding, MainGradDtype)
 from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
 
 
@@ -119,6 +119,14 @@ def register(app: typer.Typer) -> None:
                                     "gradient concatenated into the flat buffer) or per-parameter (FSDP2: copy-out "
                                     "after each gather, copy-in before each reduce-scatter)")] = FsdpSharding.FLAT,
         fsdp_shard_size: FsdpShardSizeOption = 0,
+        dp_wrapper: Annotated[DataParallelWrapper, typer.Option(
+            rich_help_panel=S, help="gradient passes of the step: megatron-core (Megatron-Core DDP and optimizer), or "
+                                    "Megatron-LM's own mixed-precision optimizer (fp16: loss-scaler unscale, fp32 "
+                                    "upcast) with local-buffers, local-coalesced (2021 code, fp16) or torch-ddp "
+                                    "(--DDP-impl torch)")] = DataParallelWrapper.MEGATRON_CORE,
+        zero_reduce_to_owners: Annotated[bool, _off_by_default(
+            "zero-reduce-to-owners", "ZeRO-1/2 gradients reduced by one Reduce per partition owner, as DeepSpeed's "
+            "ZeRO-1/2 optimizer does (n/(n-1) x a ReduceScatter)")] = False,
         zero3_impl: Zero3ImplOption = Zero3Impl.FSDP,
         ds_prefetch_bucket_size: DsPrefetchBucketOption = DS_DEFAULTS.prefetch_bucket_elements,
         ds_max_live_parameters: DsMaxLiveOption = DS_DEFAULTS.max_live_parameters,

@@ -11,8 +11,9 @@ from pydantic import Field
 from distcalc.analyze import (AnalyzeOptions, AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel,
                               ElementwiseKernels, FsdpSharding, StepReport, analyze)
 from distcalc.analyze.contention import OVERLAP_COMPUTE_SLOWDOWN
+from distcalc.analyze.optimizer_passes import step_pass_updates
 from distcalc.calibration import load_calibration
-from distcalc.software import MainGradDtype
+from distcalc.software import DataParallelWrapper, MainGradDtype
 from distcalc.errors import ConfigError
 from distcalc.hardware_choice import Hardware, resolve_hardware
 from distcalc.jobs.base import PipelineRequest, request_to_yaml
@@ -97,6 +98,11 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     fsdp_sharding: FsdpSharding = Field(FsdpSharding.FLAT, description="ZeRO-3 flat buffers, FSDP1 flat parameter "
                                         "or FSDP2 per-parameter")
     fsdp_shard_size: int = Field(0, ge=0, description="HSDP shard group (DP ranks); 0: FULL_SHARD")
+    dp_wrapper: DataParallelWrapper = Field(DataParallelWrapper.MEGATRON_CORE, description="gradient passes of the "
+                                            "step: megatron-core, or Megatron-LM's own optimizer with local-buffers, "
+                                            "local-coalesced or torch-ddp")
+    zero_reduce_to_owners: bool = Field(False, description="ZeRO-1/2 gradients reduced by one Reduce per partition "
+                                        "owner (DeepSpeed)")
     tokens: Optional[float] = None
     collective_model: str = Field("alpha-beta", description="alpha-beta or nccl (NCCL's tuning model per group)")
 
@@ -148,6 +154,9 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
         # parallelism is enabled"
         raise ConfigError(f"--tp-comm-overlap needs --sequence-parallel (tp={config.tp}): userbuffers overlap the "
                           "sequence-parallel AllGather/ReduceScatter")
+    if request.zero_reduce_to_owners and config.zero_stage not in (1, 2):
+        raise ConfigError(f"--zero-reduce-to-owners needs --zero 1 or 2 (zero={config.zero_stage}): DeepSpeed reduces "
+                          "per partition owner only in its ZeRO-1/2 optimizer")
     options = AnalyzeOptions(rank_order=request.order, overlap_grad_reduce=request.overlap_grad_reduce,
                              overlap_param_gather=request.overlap_grad_reduce,
                              tp_overlap_efficiency=request.tp_overlap, tp_comm_overlap=request.tp_comm_overlap,
@@ -166,7 +175,11 @@ def run_analyze(request: AnalyzeRequest, *, allow_files: bool = False,
                              main_grad_dtype=request.main_grad_dtype,
                              fsdp_shard_size=request.fsdp_shard_size,
                              deepspeed_zero3=request.deepspeed_zero3(config.pp),
+                             zero_reduce_to_owners=request.zero_reduce_to_owners,
                              calibration=load_calibration(calibration) if calibration is not None else None)
+    options = options.model_copy(update=step_pass_updates(  # Megatron-LM's own optimizer (analyze.optimizer_passes)
+        options.optimizer_bytes_per_parameter, config.dtype is Precision.FP16, float(request.grad_reduce_bytes),
+        request.dp_wrapper))
     report = analyze(spec, hardware.cluster, config, options, tokens=request.tokens)
     if report.calibration is not None:
         report.calibration["file"] = str(calibration)

@@ -87,6 +87,7 @@ import re
 from dataclasses import dataclass, field
 
 from distcalc.analyze import AnalyzeOptions
+from distcalc.analyze.optimizer_passes import step_pass_updates
 from distcalc.analyze.options import TORCH_FOREACH_ADAMW_BYTES_PER_PARAMETER
 from distcalc.cluster import ClusterSpec, load_cluster, load_link
 from distcalc.errors import DistcalcError
@@ -105,7 +106,8 @@ from distcalc.validation.published.pytorch_stacks import (cp_algorithm, fsdp_sha
 from distcalc.validation.published.rows import PublishedRun
 from distcalc.validation.published.stack_kernels import (MEGATRON_GRAD_CHECK_BYTES, MEGATRON_GRAD_PRESCALE_BYTES,
                                                          async_tp_backward, attention_kernel, attention_score_buffer, cross_entropy_kernel,
-                                                         elementwise_kernels, legacy_megatron, main_grad_dtype,
+                                                         elementwise_kernels, legacy_dp_wrapper, legacy_megatron,
+                                                         main_grad_dtype,
                                                          megatron_core, megatron_launched, moe_aux_loss,
                                                          moe_router_group_limited)
 from distcalc.validation.published.systems import CLUSTER_OF_GPU, GPU_OVERRIDE, NETWORK_OVERRIDES
@@ -335,6 +337,7 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
         pipeline_p2p_overlap=nemo, distributed_optimizer=config.distributed_optimizer,
         cp_algorithm=cp_algorithm(run),  # TE ring, Megatron a2a (Ulysses) or PyTorch's ring (torchtitan)
         grad_reduce_bytes=reduce_bytes, allreduce_sharded_gradients=bf16_optimizer,
+        zero_reduce_to_owners=deepspeed_zero(run),  # ZeRO-1/2 reduce per owner (analyze.zero_reduce)
         grad_accumulation_bytes_per_parameter=BF16_OPTIMIZER_ACCUMULATION_BYTES if bf16_optimizer else (
             AUTOGRAD_ACCUMULATION_BYTES if autograd_grad_accumulation(run) else 0.0),
         # torchtitan's 2024 Llama presets run eager PyTorch (train_configs/llama3_8b.toml: norm_type "rmsnorm",
@@ -362,6 +365,10 @@ def analyze_options(run: PublishedRun, config: ParallelConfig) -> AnalyzeOptions
                 grad_buffer_zero_bytes_per_parameter=0.0) if pytorch_native(run) else {}),
         fsdp_shard_size=fsdp_shard_size(run),
     )
+    wrapper = legacy_dp_wrapper(run)  # Megatron-LM's own fp16/bf16 optimizer and DDP passes (analyze.optimizer_passes)
+    if wrapper is not None:
+        options = options.model_copy(update=step_pass_updates(options.optimizer_bytes_per_parameter,
+                                                               run.precision == "fp16", float(reduce_bytes), wrapper))
     return options.model_copy(update=bridge_analyze_updates(run))  # Megatron-Bridge's bf16 gradients
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
+from distcalc.analyze.optimizer_passes import StepPasses, megatron_step_passes
 from distcalc.analyze.options import AttentionKernel, ElementwiseKernels
 from distcalc.compute.loss import CrossEntropyKernel
-from distcalc.software import MainGradDtype
+from distcalc.software import DataParallelWrapper, MainGradDtype
 from distcalc.validation.published.rows import PublishedRun
 
 
@@ -48,9 +49,12 @@ def elementwise_kernels(run: PublishedRun) -> ElementwiseKernels:
     return ElementwiseKernels.FUSED
 
 
-#: Megatron-LM stacks whose fp16 local DDP may predate ``gradient_accumulation_fusion``: there the weight-gradient
-#: GEMM writes a new fp16 ``param.grad`` (2 B) and a backward hook adds it into ``main_grad`` (read 2 + 2, write
-#: 2), 8 B per element as the fp32-accumulating GEMM is priced; the SC21 code (Narayanan 2021) was not checked
+#: Megatron-LM stacks that predate ``gradient_accumulation_fusion``: the weight-gradient GEMM (``F.linear``'s
+#: autograd) writes a new fp16 ``param.grad`` (2 B) and autograd's ``AccumulateGrad`` adds the next micro-batch's
+#: into it (read 2 + 2, write 2), 8 B per element as the fp32-accumulating GEMM is priced (the first micro-batch
+#: of a step writes 2 B only: not distinguished). Checked in the SC21 code (NVIDIA/Megatron-LM@de7dc40f88:
+#: ``megatron/mpu/layers.py`` ``F.linear``, no ``gradient_accumulation_fusion`` anywhere in ``megatron/``; local DDP
+#: without contiguous buffers keeps ``param.grad``, :mod:`distcalc.analyze.optimizer_passes`)
 UNFUSED_WGRAD_ACCUMULATION_STACKS = ("SC21",)
 
 
@@ -84,6 +88,37 @@ def attention_kernel(run: PublishedRun) -> AttentionKernel:
     if match and NEMO_FLASH2_RELEASES[0] <= (int(match[1]), int(match[2])) <= NEMO_FLASH2_RELEASES[1]:
         return AttentionKernel.FLASH2
     return AttentionKernel.FUSED
+
+
+#: Megatron-LM stacks whose ``--DDP-impl local`` ran without contiguous gradient buffers: the SC21 code enables them
+#: only with ``--accumulate-allreduce-grads-in-fp32`` (forced for bf16) or ``--use-contiguous-buffers-in-ddp``, and
+#: ``examples/sc21/CONFIG.sh`` passes ``--fp16`` and neither (``megatron/arguments.py`` at de7dc40f88); later
+#: Megatron-LM defaults to them (``--no-contiguous-buffers-in-local-ddp``, 285068c8)
+COALESCED_LOCAL_DDP_STACKS = ("SC21",)
+
+
+def legacy_dp_wrapper(run: PublishedRun) -> DataParallelWrapper | None:
+    """The data-parallel wrapper of a stack of :func:`legacy_megatron` that steps Megatron-LM's own
+    mixed-precision optimizer (:mod:`distcalc.analyze.optimizer_passes`): PyTorch DDP where the row's
+    ``config_details`` says ``--DDP-impl torch``, local DDP without contiguous buffers on
+    :data:`COALESCED_LOCAL_DDP_STACKS`, else local DDP with them. None for other stacks (Megatron-Core's launched
+    passes are :data:`MEGATRON_GRAD_CHECK_BYTES` / :data:`MEGATRON_GRAD_PRESCALE_BYTES`; DeepSpeed and
+    PyTorch-native loops step optimizers of their own)."""
+    if not legacy_megatron(run):
+        return None
+    if "DDP-impl torch" in run.config_details:
+        return DataParallelWrapper.TORCH_DDP
+    if any(stack in run.framework for stack in COALESCED_LOCAL_DDP_STACKS):
+        return DataParallelWrapper.LOCAL_COALESCED
+    return DataParallelWrapper.LOCAL_BUFFERS
+
+
+def legacy_step_passes(run: PublishedRun, grad_bytes: float) -> StepPasses | None:
+    """The step passes of :func:`legacy_dp_wrapper`'s stacks: a loss scaler for fp16 (every ``--fp16`` run has
+    one; the SC21 scripts pass ``--loss-scale 8192``, a constant scaler that still unscales) and the row's
+    gradient element size ``grad_bytes`` (16-bit for fp16 local and PyTorch DDP, fp32 ``main_grad`` for bf16)."""
+    wrapper = legacy_dp_wrapper(run)
+    return None if wrapper is None else megatron_step_passes(run.precision == "fp16", grad_bytes, wrapper)
 
 
 #: HBM bytes per local parameter of Megatron-Core's gradient passes before the DP collective (NaN check: read
