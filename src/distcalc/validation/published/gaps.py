@@ -157,7 +157,21 @@ KNOWN: dict[tuple[str, str], str] = {
         "TP 8 -4.1/-1.1 %) while most per-step intercepts match or are over (PP 2: +57/+49 ms): the missing time "
         "follows the compute share, a rate the isolated kernel timings (25 warm-up + 100 calls per shape, no "
         "preheat, unlike this project's H100/H200 timings after a 15 s preheat) do not show; not priced without a "
-        "sustained B200 measurement"),
+        "sustained B200 measurement. At TP > 1 the two tools differ by the backward TP collectives' asynchronous "
+        "overlap (analyze.tp_async, 39 % hidden): SimuMax adds all ten SP collectives of a layer to its critical "
+        "path (simumax/core/transformer/dense_module.py @4dcaae5); its replay of Llama-3-70B TP 8 mbc 32 is 1955 ms "
+        "= 1230 compute + 707 TP + 18 optimizer against our 1837 ms = 1182 + 642 exposed (758 on the link) + 13, "
+        "measured 2074. Over mbc 8-32 the per-micro-batch slope error with the overlap grows with the TP share "
+        "(70B / 405B: TP 1 -6.2 / -3.4 %, TP 2 -8.4 / -7.7, TP 4 -5.8 / -6.6, TP 8 -9.8 / -4.1) and without it is "
+        "flat (TP 2 -7.5 / -7.3, TP 4 -3.1 / -5.4, TP 8 -4.1 / -1.1): these rows show no hidden TP time. "
+        "TransformerEngine 2.x's Linear / LayerNormLinear backward does launch the input re-gather and the "
+        "input-gradient ReduceScatter with async_op=True beside the dgrad / wgrad GEMMs; the one published "
+        "measurement of a GEMM beside an NCCL kernel found is on H100 (NVIDIA developer forum, topic 337991: a 132-CTA GEMM "
+        "beside a 24-CTA ncclAllGather nearly doubles, its displaced CTAs running as a second wave), while Blackwell's "
+        "cluster launch control exists to rebalance such a GEMM onto the free SMs (CUTLASS docs), so the loss of "
+        "the overlap is not established for B200; with the hidden fraction 0 everywhere this source would be "
+        "-5.65 % signed (5.78 % mean), MegaScale -7.05, FlagPerf -11.59, but Korthikanti Table 5 2.07 % mean, "
+        "4.04 % max (175B full +4.0; now 1.39 / 2.88): not applied"),
     ("ZeroBubble_Qi2024_T4", "step_time"): (
         "about -11 % on every model size once the weight-gradient GEMMs accumulate into the fork's fp16 "
         "main_grad (4 B epilogue; before, the 8 B fp32 epilogue made the micro-batch-1 rows, 14.6B and 28.3B, "
