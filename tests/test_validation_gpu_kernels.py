@@ -36,8 +36,12 @@ def test_fused_attention_long_and_context_parallel_blocks_within_twenty_percent(
     assert all(c.passed for c in picked), [(c.case, c.error) for c in picked if not c.passed]
 
 
-def test_short_causal_attention_is_a_known_fast_miss():
-    """Causal s = 2048 runs 37-63 % slower than the constant-efficiency model says (few query blocks per
-    SM, the causal triangle's load imbalance): reported, not hidden."""
-    short = [c for name, c in CASES.items() if "2048x2048 causal" in name]
-    assert len(short) == 8 and all(c.error < -0.3 for c in short)
+def test_short_causal_attention_forward_pays_its_block_tail_backward_is_a_known_fast_miss():
+    """Causal s = 2048: the forward, with its thread-block tail (compute.attention.causal_forward_tail), is
+    within 20 % (was 37-55 % too fast); the backward still runs 40-63 % slower than the model says (the tail
+    is not applied there: REFERENCES, "GEMM and attention kernels against distcalc's H100/H200
+    measurements"): reported, not hidden."""
+    short = {name: c for name, c in CASES.items() if "2048x2048 causal" in name}
+    assert len(short) == 8
+    assert all(c.passed for name, c in short.items() if "forward" in name)
+    assert all(c.error < -0.3 for name, c in short.items() if "backward" in name)
