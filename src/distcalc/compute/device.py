@@ -28,8 +28,9 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
   *ping-pong* kernels that overlap one tile's epilogue with the next tile's main loop (CUTLASS 3.x docs,
   *Warp-Specialized Persistent Ping-Pong kernel*) — ``epilogue_overlapped`` in compute.yaml prices that as
   ``max(main loop, epilogue)`` — but the cuBLAS kernels PyTorch calls on H100 do not behave so: measured
-  here, 8192×8192×k BF16 runs at 384 TFLOP/s for k = 256 and 682 for k = 1024 (serial epilogue: 456 and
-  670 predicted; overlapped: 566 and 767), so every preset uses the serial form.
+  here, 8192×8192×k BF16 runs at 384 TFLOP/s for k = 256 and 682 for k = 1024 (serial epilogue: 343 and
+  603 predicted; overlapped: 566 and 664; the same k = 1024 shape ran at 575 as a layer GEMM), so every
+  preset uses the serial form.
 * The kernel cannot run faster than streaming its operands once: time ≥ (A+B+C bytes) / (B_HBM·η_mem)
   (roofline, Williams et al. 2009). cuBLAS picks the faster of its large tiles (256×128, 128×256) for
   problems that fill the GPU, and smaller tiles only when a large-tile grid is less than one wave.
