@@ -71,7 +71,8 @@ def test_flash2_without_a_published_rate_is_refused_by_name():
 def test_ring_split_conserves_the_causal_work(cp, chunks, heads):
     # with equal causal / non-causal rates, no launch cost and free merges, the zig-zag ring's kernels
     # (1 causal + cp-1 half blocks) take exactly the time of one causal kernel over (s/cp) x s
-    free = replace(H100, kernel_overhead_s=0.0, memory_efficiency=1e30)
+    # sm_count 0: no thread-block tail (causal_forward_tail), which each kernel pays at its own block count
+    free = replace(H100, kernel_overhead_s=0.0, memory_efficiency=1e30, sm_count=0)
     s = 2 * cp * 128 * chunks
     ring_f, ring_b = ring_attention_times(free, heads, s, cp, 128, 128, 0.0, 0.0)
     one_f, one_b = flash_attention_times(free, heads, s / cp, s, 128, 128, causal=True)
@@ -217,7 +218,8 @@ def test_allgather_cp_messages_gather_the_whole_sequence_and_reduce_scatter_grad
 def test_allgather_split_conserves_the_causal_work(cp, chunks, heads):
     from distcalc.compute.attention import allgather_attention_times
 
-    free = replace(H100, kernel_overhead_s=0.0, memory_efficiency=1e30)
+    # sm_count 0: no thread-block tail (causal_forward_tail), which each kernel pays at its own block count
+    free = replace(H100, kernel_overhead_s=0.0, memory_efficiency=1e30, sm_count=0)
     s = 2 * cp * 128 * chunks
     ag_f, ag_b = allgather_attention_times(free, heads, s, cp, 128, 128)
     one_f, one_b = flash_attention_times(free, heads, s / cp, s, 128, 128, causal=True)

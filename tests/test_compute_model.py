@@ -107,15 +107,16 @@ def test_no_h100_gemm_beats_its_power_limited_throughput(m, n, k):
 
 
 def test_h100_uncapped_reproduces_mamf_and_the_cap_sets_sustained_throughput():
-    m, n, k = 6144, 17920, 2816
+    m, n, k = 6144, 2816, 17920  # the MAMF best shape as relabelled M x N x K (ml-engineering 59fc831)
     burst = dataclasses.replace(H100, power_limited_flops_per_s=float("inf"))
     # (4 us of kernel overhead on a 0.78 ms GEMM is the 0.5 % left)
     assert float(gemm_efficiency(1, m, n, k, burst)) * H100.peak_flops_per_s == pytest.approx(H100_MAMF_BF16, rel=0.01)
     # measured here: 8192^3 runs at 677 TFLOP/s sustained (1.632 ms) and 773 from an idle GPU
     assert float(gemm_time_s(1, 8192, 8192, 8192, H100)) == pytest.approx(2 * 8192**3 / 677e12, rel=0.01)
-    # uncapped, a large-k GEMM would beat the MAMF (844 TFLOP/s: η_core solved at the MAMF's k = 2816 absorbs
-    # its serial epilogue); the cap binds there, as measured
-    assert float(gemm_time_s(1, 8192, 8192, 8192, burst)) < 0.85 * float(gemm_time_s(1, 8192, 8192, 8192, H100))
+    # uncapped, 8192^3 runs at the burst rate measured from an idle GPU (773.1 TFLOP/s, the H100 JSON's
+    # "burst"; held out: η_core comes from the MAMF alone); the cap binds there, as measured
+    assert 2 * 8192**3 / float(gemm_time_s(1, 8192, 8192, 8192, burst)) == pytest.approx(773.1e12, rel=0.02)
+    assert float(gemm_time_s(1, 8192, 8192, 8192, burst)) < 0.9 * float(gemm_time_s(1, 8192, 8192, 8192, H100))
     assert not H100.epilogue_overlapped and not A100.epilogue_overlapped
     assert A100.power_limited_flops_per_s == float("inf")  # not measured: no cap
 

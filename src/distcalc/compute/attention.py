@@ -157,11 +157,40 @@ def attention_efficiencies(device: DeviceCompute, head_dim: int, v_head_dim: int
     return eta_f, eta_b
 
 
+#: query rows per thread block of the fused attention forward kernel at head dim 128: FlashAttention-3's
+#: Hopper forward and FlashAttention-2's forward both use 128-row query tiles (Shah et al. 2024,
+#: FlashAttention-3, arXiv:2407.08608, Sec. 4.1 "block sizes 128 x 128" for head dim 128; Dao 2023,
+#: FlashAttention-2, Sec. 3.3, one thread block per query tile and head)
+ATTENTION_QUERY_TILE = 128
+
+
+def causal_forward_tail(sm_count: int, batch_heads: ArrayLike, q_len: ArrayLike) -> ArrayLike:
+    """Factor on a causal forward kernel's time for its *tail*: ``1 + S / N`` with N = ``batch_heads ·
+    ⌈q_len / 128⌉`` thread blocks on S SMs.
+
+    The forward kernel gives each (head, 128-row query tile) one thread block, and under a causal mask the
+    i-th query tile of a head visits i key tiles: the blocks carry triangular work from one key tile to the
+    whole row. The SMs take blocks as they free up, so all SMs are busy until about ``W/S`` (W the total
+    block work) and the kernel ends when the last blocks to start finish: one more block of average length
+    ``W/N`` on its SM (list scheduling; Graham 1969, "Bounds on multiprocessing timing anomalies", whose
+    bound ``W/S + p_max`` this is with the average block ``p̄`` in place of the longest). Hence
+    ``t = (W/S)·(1 + S/N)`` against the ``W/S`` that prices the FLOPs alone. With thousands of blocks (long
+    sequences, many heads per GPU) the factor is ~1; with 8 heads of 2048 tokens on an H100 (128 blocks on
+    132 SMs) it is 2 — the blocks no longer fill two waves and the longest of them sets the time.
+    Non-causal blocks have equal work (no triangular tail). The backward kernel is not given this factor:
+    it parallelises over key tiles with query-tile loops whose decomposition is the kernel's own choice
+    (distcalc's H100/H200 measurements, ``validate --set gpu-kernels``, do not support the same factor
+    there; REFERENCES.md, "Attention and elementwise kernels against distcalc's H100/H200 measurements")."""
+    blocks = np.multiply(batch_heads, np.ceil(np.divide(q_len, ATTENTION_QUERY_TILE)))
+    return 1.0 + sm_count / np.maximum(blocks, 1.0)
+
+
 def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: ArrayLike, kv_len: ArrayLike,
                           head_dim: int, v_head_dim: int, causal: bool = True) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of one fused attention kernel (FlashAttention / cuDNN) over
     ``batch_heads`` independent heads: forward FLOPs ``F = 2·B_h·s_q·s_kv·(d + d_v)``, halved when causal
-    (masked blocks skipped), at ``P·η_fwd``; backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
+    (masked blocks skipped), at ``P·η_fwd`` and, causal, with the tail of its triangular thread blocks
+    (:func:`causal_forward_tail`); backward ``2.5·F`` (it recomputes P: Dao 2023, FlashAttention-2,
     §3) at ``P·η_bwd``; η the causal or the non-causal rate (MLA's: :func:`attention_efficiencies`); plus one
     kernel overhead each. Like every tensor-core kernel of a training step, neither runs faster than the
     GPU's sustained power-limited rate ``P_power`` (:mod:`distcalc.compute.device`, "Power limit"): the
@@ -173,7 +202,8 @@ def flash_attention_times(device: DeviceCompute, batch_heads: ArrayLike, q_len: 
     eta_f, eta_b = attention_efficiencies(device, head_dim, v_head_dim, causal)
     rate_f = min(device.peak_flops_per_s * eta_f, device.power_limited_flops_per_s)
     rate_b = min(device.peak_flops_per_s * eta_b, device.power_limited_flops_per_s)
-    forward = flops / rate_f + device.kernel_overhead_s
+    tail = causal_forward_tail(device.sm_count, batch_heads, q_len) if causal else 1.0
+    forward = tail * flops / rate_f + device.kernel_overhead_s
     backward = 2.5 * flops / rate_b + device.kernel_overhead_s
     return forward, backward
 

@@ -8,6 +8,14 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
   ``2·tm·tn·k / (P·η_core·ρ(tile) / S)``; a partly filled last wave and tiles hanging over the matrix edge
   cost as much as full ones — *wave* and *tile quantisation* (NVIDIA, "Matrix Multiplication Background
   User's Guide", Deep Learning Performance docs, sections "Tile quantization" and "Wave quantization").
+  **Stream-K remainder** (``stream_k_remainder`` in compute.yaml, the Hopper presets): a grid of more tiles
+  than SMs runs its whole waves tile by tile and splits the last, partial wave's tiles along k over all SMs
+  (the "data-parallel + one-tile stream-K" hybrid, Osama et al. 2023, "Stream-K: Work-centric Parallel
+  Decomposition for Dense Matrix-Matrix Multiplication on the GPU", PPoPP '23, Sec. 5; CUTLASS 3.x sm90
+  ``StreamKScheduler``), so it costs ``tiles/S`` waves instead of ``⌈tiles/S⌉``. Measured here on H100 and
+  H200 (``validate --set gpu-kernels``): the Llama-3-70B QKV GEMM at TP 8, 4096×1280×8192, 160 tiles of
+  256×128 = 1.21 waves, runs at 613 / 670 TFLOP/s BF16, above the 470 that two whole waves would allow at the
+  8192³ burst rate (773). A grid of at most one wave keeps ``⌈tiles/S⌉`` = 1.
 * ρ(tile) = min(1, I_tile · B_L2 / P) with I_tile = 2·tm·tn / ((tm+tn)·e) FLOP per byte of A/B tile
   traffic (e bytes per operand element: 2 for bf16/fp16, 1 for fp8 — each k-step of a tile loads
   (tm+tn)·e bytes and does 2·tm·tn FLOPs): a small tile needs more L2 bandwidth per FLOP and cannot keep
@@ -20,8 +28,9 @@ each thread block one ``tm × tn`` output tile; the tiles run in *waves* of one 
   *ping-pong* kernels that overlap one tile's epilogue with the next tile's main loop (CUTLASS 3.x docs,
   *Warp-Specialized Persistent Ping-Pong kernel*) — ``epilogue_overlapped`` in compute.yaml prices that as
   ``max(main loop, epilogue)`` — but the cuBLAS kernels PyTorch calls on H100 do not behave so: measured
-  here, 8192×8192×k BF16 runs at 384 TFLOP/s for k = 256 and 682 for k = 1024 (serial epilogue: 456 and
-  670 predicted; overlapped: 566 and 767), so every preset uses the serial form.
+  here, 8192×8192×k BF16 runs at 384 TFLOP/s for k = 256 and 682 for k = 1024 (serial epilogue: 343 and
+  603 predicted; overlapped: 566 and 664; the same k = 1024 shape ran at 575 as a layer GEMM), so every
+  preset uses the serial form.
 * The kernel cannot run faster than streaming its operands once: time ≥ (A+B+C bytes) / (B_HBM·η_mem)
   (roofline, Williams et al. 2009). cuBLAS picks the faster of its large tiles (256×128, 128×256) for
   problems that fill the GPU, and smaller tiles only when a large-tile grid is less than one wave.
@@ -90,6 +99,8 @@ class DeviceCompute:
     operand_bytes: float = 2.0
     #: sm90+ persistent warp-specialised kernels overlap the epilogue with the next tile's main loop
     epilogue_overlapped: bool = False
+    #: a grid's partial last wave is split along k over all SMs (stream-K hybrid; module docstring)
+    stream_k_remainder: bool = False
     #: the 16-bit twin that runs the attention core and the output layer when the layer GEMMs run in FP8
     #: (TransformerEngine keeps dot-product attention in BF16 unless FP8 attention is asked for:
     #: ``fp8_dot_product_attention`` defaults to off in Megatron-Core / NeMo; Megatron-Core's output layer
@@ -159,17 +170,20 @@ def _tile_axis(peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: floa
 
 
 def _tile_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int, tm: ArrayLike,
-                 tn: ArrayLike, tile_flops: ArrayLike, peak_rho: ArrayLike, xp: Any) -> tuple[ArrayLike, ArrayLike]:
-    """(tiles, main-loop time at η_core = 1) of the ``tm × tn`` tile: ``⌈tiles/S⌉ · 2·tm·tn·k·S / (P·ρ)``
-    (``k`` a float)."""
+                 tn: ArrayLike, tile_flops: ArrayLike, peak_rho: ArrayLike, xp: Any,
+                 stream_k: bool = False) -> tuple[ArrayLike, ArrayLike]:
+    """(tiles, main-loop time at η_core = 1) of the ``tm × tn`` tile: ``waves · 2·tm·tn·k·S / (P·ρ)`` with
+    ``waves = ⌈tiles/S⌉``, or ``tiles/S`` beyond one wave under ``stream_k`` (``k`` a float)."""
     tiles = batch * (xp.ceil(m / tm) * xp.ceil(n / tn))
     waves = xp.ceil(tiles / sm_count)
+    if stream_k:
+        waves = xp.where(tiles > sm_count, tiles / sm_count, waves)
     return tiles, waves * tile_flops * k * sm_count / peak_rho
 
 
 def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, sm_count: int,
                      peak_flops_per_s: float, l2_bandwidth: float, operand_bytes: float = 2.0,
-                     xp: Any = np) -> ArrayLike:
+                     xp: Any = np, stream_k: bool = False) -> ArrayLike:
     """Main-loop time at η_core = 1 of the tile cuBLAS would pick: the fastest of the large tiles
     (:data:`LARGE_TILES`); the small tiles only when a large-tile grid does not fill one wave of SMs
     (cuBLAS heuristics trade tile efficiency against quantisation only for small problems).
@@ -180,11 +194,11 @@ def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
     if xp is np:
         ndim = max(np.ndim(batch), np.ndim(m), np.ndim(n), np.ndim(k))
         tiles, time = _tile_time_s(batch, m, n, k, sm_count,
-                                   *_tile_axis(peak_flops_per_s, l2_bandwidth, operand_bytes, ndim), np)
+                                   *_tile_axis(peak_flops_per_s, l2_bandwidth, operand_bytes, ndim), np, stream_k)
         large_tiles, best_large, best_small = tiles[:n_large].max(axis=0), time[:n_large].min(axis=0), \
             time[n_large:].min(axis=0)
     else:
-        per_tile = [_tile_time_s(batch, m, n, k, sm_count, *tile, xp) for tile in table]
+        per_tile = [_tile_time_s(batch, m, n, k, sm_count, *tile, xp, stream_k) for tile in table]
         large_tiles = max(tiles for tiles, _ in per_tile[:n_large])
         best_large, best_small = (min(time for _, time in part) for part in (per_tile[:n_large], per_tile[n_large:]))
     return xp.where(large_tiles < sm_count, xp.minimum(best_large, best_small), best_large)
@@ -216,7 +230,8 @@ def _one_gemm_time_s(batch: float, m: float, n: float, k: float, in_bytes: float
 def _gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, in_bytes: ArrayLike,
                  out_bytes: ArrayLike, device: DeviceCompute, xp: Any) -> ArrayLike:
     mainloop = _mainloop_time_s(batch, m, n, k, device.sm_count, device.peak_flops_per_s,
-                                device.l2_bandwidth_bytes_per_s, device.operand_bytes, xp) / device.gemm_core_efficiency
+                                device.l2_bandwidth_bytes_per_s, device.operand_bytes, xp,
+                                device.stream_k_remainder) / device.gemm_core_efficiency
     bw = device.memory_bandwidth_bytes_per_s
     c_bytes = xp.multiply(batch, xp.multiply(m, n)) * xp.asarray(out_bytes, dtype=float)
     ab_bytes = xp.multiply(batch, xp.multiply(m, k) + xp.multiply(k, n)) * xp.asarray(in_bytes, dtype=float)
@@ -244,14 +259,15 @@ def elementwise_time_s(bytes_moved: ArrayLike, device: DeviceCompute, kernels: A
 def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, int], peak_flops_per_s: float,
                               hbm_bandwidth_bytes_per_s: float, memory_efficiency: float, sm_count: int,
                               l2_bandwidth_bytes_per_s: float, operand_bytes: float = 2.0,
-                              epilogue_overlapped: bool = False) -> float:
+                              epilogue_overlapped: bool = False, stream_k: bool = False) -> float:
     """Solve η_core so that :func:`gemm_time_s` of the MAMF benchmark's best ``(m, n, k)`` equals
     ``2mnk / MAMF``. (Serial epilogue: t = t_main(η=1)/η_core + C/(B·η_mem); overlapped: t = t_main/η_core
     when the main loop is the longer, which it is at any shape a MAMF sweep would pick.)"""
     m, n, k = shape
     measured_s = 2.0 * m * n * k / mamf_flops_per_s
     epilogue_s = 0.0 if epilogue_overlapped else m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
-    main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s, operand_bytes))
+    main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s, operand_bytes,
+                                    stream_k=stream_k))
     if measured_s <= epilogue_s:
         raise ConfigError(f"MAMF {mamf_flops_per_s:.3g} FLOP/s is inconsistent with the HBM bandwidth")
     return min(1.0, main_s / (measured_s - epilogue_s))
@@ -315,16 +331,17 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     precision = _precision(dtype)
     operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
+    stream_k = bool(entry.get("stream_k_remainder", False))
     dropout_kernel(name)  # refuses a preset naming no measured kernel
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
-                                     overlapped)
+                                     overlapped, stream_k)
     return DeviceCompute(
         name=name, peak_flops_per_s=peak, hbm_bandwidth_bytes_per_s=hbm, sm_count=sm,
         l2_bandwidth_bytes_per_s=l2, gemm_core_efficiency=core, memory_efficiency=mem_eff,
         kernel_overhead_s=float(entry["kernel_overhead_s"]),
         flash_forward_efficiency=float(entry["flash_forward_efficiency"]),
         flash_backward_efficiency=float(entry["flash_backward_efficiency"]),
-        operand_bytes=operand_bytes, epilogue_overlapped=overlapped,
+        operand_bytes=operand_bytes, epilogue_overlapped=overlapped, stream_k_remainder=stream_k,
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
         power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
