@@ -378,9 +378,11 @@ def _elementwise_min(kind: CollectiveKind, costs: list[CollectiveCost], m: Any, 
     times = np.stack([c.time_s for c in costs])
     best = np.argmin(times, axis=0)
 
-    def pick(field: str) -> Any:
-        stacked = np.stack([np.asarray(getattr(c, field)) for c in costs])
-        return np.take_along_axis(stacked, best[None, ...], axis=0)[0]
+    def pick(field: str) -> Any:  # each element from its fastest candidate (np.choose: one C call, <= 32 choices)
+        fields = [np.asarray(getattr(c, field)) for c in costs]
+        if len(fields) <= 32:
+            return np.choose(best, fields)
+        return np.take_along_axis(np.stack(fields), best[None, ...], axis=0)[0]
 
     names = np.array([c.algorithm for c in costs], dtype=object)[best]
     fids = np.array([c.formula_id for c in costs], dtype=object)[best]
