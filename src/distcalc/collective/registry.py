@@ -335,7 +335,7 @@ def _check_size(size_bytes: Any) -> Any:
             from distcalc.errors import UnitParseError
             raise UnitParseError(f"invalid size_bytes {size_bytes!r}: must be finite and non-negative")
         return m
-    if not np.all(np.isfinite(m)) or np.any(np.asarray(m) < 0):
+    if not np.isfinite(m).all() or (m < 0).any():  # m a float array (as_size): the methods, not np.all/np.any
         from distcalc.errors import UnitParseError
         raise UnitParseError(f"invalid size_bytes {size_bytes!r}: must be finite and non-negative")
     return m
