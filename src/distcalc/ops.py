@@ -84,3 +84,11 @@ def float_array(value: float, shape: tuple[int, ...]) -> np.ndarray:
     if shape == (1,):  # one configuration: np.array of a list skips np.full's Python-level steps
         return np.array((value,), dtype=float)
     return np.full(shape, value, dtype=float)
+
+
+def array_of_shape(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.full(shape, value)`` (the dtype NumPy gives ``value``: int64 for a Python int, float64 for a float);
+    the shape of one configuration without np.full's Python-level steps."""
+    if shape == (1,):
+        return np.array((value,))
+    return np.full(shape, value)

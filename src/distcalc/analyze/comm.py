@@ -29,7 +29,7 @@ from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
                                 group_placement, parse_order, strides)
-from distcalc.ops import SCALAR, scalar_inputs
+from distcalc.ops import SCALAR, array_of_shape, scalar_inputs
 from distcalc.shaped import float_of_shape
 from distcalc.traffic import Comm, Dim, Message
 
@@ -129,7 +129,7 @@ def group_keys(tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, cp: np.ndarray, e
     one = scalar_inputs(tp, pp, dp, cp, ep)
     if one is not None:
         values, shape = one
-        return {dim: GroupKey(np.full(shape, size), np.full(shape, stride))
+        return {dim: GroupKey(array_of_shape(size, shape), array_of_shape(stride, shape))
                 for dim, (size, stride) in _group_layout(*values, order, SCALAR).items()}
     ones = np.ones_like(tp)
     return {dim: GroupKey(size * ones if dim is Dim.PP else size, stride * ones)

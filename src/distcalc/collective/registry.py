@@ -325,6 +325,8 @@ def _evaluate(kind: CollectiveKind, cand: Candidate, m: Any, topo: Topology) -> 
 def _shaped(value: Any, m: Any) -> Any:
     if np.ndim(m) == 0:
         return float(value)
+    if isinstance(value, np.ndarray) and value.shape == np.shape(m):
+        return value.astype(float)  # a new array (a copy, as np.full makes)
     return np.full(np.shape(m), value, dtype=float)  # broadcast into a new array
 
 
