@@ -236,9 +236,13 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             for index, signature in enumerate(cache[message.dim][3]):
                 buckets.setdefault((message.collective, signature), []).append((i, index))
         slots = [["none"] * len(cache[message.dim][1]) for message in messages]
+        one = all(n == 1 for n in shape)  # one configuration: a message is priced whole or not at all
         for (kind, _), members in buckets.items():
-            used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]
-            used = [entry for entry in used if entry[2].size]
+            if one:  # its size itself, no boolean-mask copy
+                used = [(i, index, prepared[i].reshape(1)) for i, index in members if masks[i][index].item()]
+            else:
+                used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]
+                used = [entry for entry in used if entry[2].size]
             if not used:
                 continue
             placement = cache[messages[used[0][0]].dim][1][used[0][1]]
@@ -246,7 +250,10 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             t, algo = effective_time_elementwise_s(kind, sizes, placement)
             offset = 0
             for i, index, part in used:
-                times_out[i][masks[i][index]] = t[offset:offset + part.size]
+                if one:  # the message's time in its own array of the configuration's shape
+                    times_out[i] = t[offset:offset + 1].reshape(shape)
+                else:
+                    times_out[i][masks[i][index]] = t[offset:offset + part.size]
                 slots[i][index] = algorithm_name(algo, offset)
                 offset += part.size
         algorithms = slots

@@ -179,7 +179,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
             calibration: Calibration | str | Path | None = None) -> StepReport:
     """The full step-time report of one configuration (validated against the model first).
     ``calibration``: as in :func:`evaluate_batch`."""
-    from distcalc.memory import MemoryOptions, memory_report
+    from distcalc.memory import MemoryOptions
+    from distcalc.memory.report import validated_memory_report
 
     spec, cluster = _resolve(spec, cluster)
     options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
@@ -200,10 +201,10 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
         row["topology"] = groups[row["dim"]]["kind"]
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
-    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options),
-                                                                  zero_shard_size=options.fsdp_shard_size,
-                                                                  deepspeed_zero3=options.deepspeed_zero3,
-                                                                  cp_algorithm=options.cp_algorithm))
+    # the configuration was checked against the model above: the memory report does not check it again
+    mem = validated_memory_report(spec, config, cluster.gpu, MemoryOptions(
+        moe_token_factor=moe_slot_factor(options), zero_shard_size=options.fsdp_shard_size,
+        deepspeed_zero3=options.deepspeed_zero3, cp_algorithm=options.cp_algorithm))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration
