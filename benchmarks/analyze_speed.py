@@ -28,7 +28,12 @@
   on one thread): a figure that other jobs on the machine do not move, for before/after comparisons on a
   loaded machine (needs ``valgrind`` on the PATH; about a minute per command).
 
+  ``--analyze-instructions`` counts the instructions of one cycling ``analyze`` call the same way: callgrind
+  runs a child that makes 24 + N calls and one that makes 24 (both after the imports and one call of each
+  configuration), and the difference divided by N is the figure — independent of the machine's load.
+
     .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5] [--recompile] [--instructions]
+                                                 [--analyze-instructions N]
 """
 
 from __future__ import annotations
@@ -151,6 +156,21 @@ def instructions(argv: list[str], env: dict[str, str]) -> int:
     return int(re.search(r"Collected : (\d+)", done.stderr).group(1))
 
 
+#: The child that ``--analyze-instructions`` runs: ``argv[1]`` cycling calls after one call of each configuration.
+CYCLING_CHILD = ("import sys\nsys.path.insert(0, {here!r})\nfrom analyze_speed import cycle_configs\n"
+                 "from distcalc.analyze import analyze\nconfigs = cycle_configs()\n"
+                 "for i in range(len(configs) + int(sys.argv[1])):\n"
+                 "    analyze('llama3-70b', 'dgx-h100', configs[i % len(configs)])\n")
+
+
+def analyze_instructions(calls: int) -> float:
+    """Instructions of one cycling ``analyze`` call: callgrind's count of a child making ``calls`` more calls
+    than a child that only imports and calls each configuration once, divided by ``calls``."""
+    code = CYCLING_CHILD.format(here=str(Path(__file__).resolve().parent))
+    counts = [instructions([sys.executable, "-c", code, str(n)], dict(os.environ)) for n in (0, calls)]
+    return (counts[1] - counts[0]) / calls
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=200)
@@ -161,9 +181,12 @@ def main() -> None:
     parser.add_argument("--analyze-only", action="store_true", help="the analyze figures only, no start-up")
     parser.add_argument("--instructions", action="store_true",
                         help="also count each start-up's instructions (callgrind; needs valgrind)")
+    parser.add_argument("--analyze-instructions", type=int, metavar="N", default=0,
+                        help="also count the instructions of one cycling analyze call over N calls (callgrind; "
+                             "needs valgrind; about 20 s per 100 calls)")
     args = parser.parse_args()
-    if args.instructions and shutil.which("valgrind") is None:
-        parser.error("--instructions needs valgrind on the PATH")
+    if (args.instructions or args.analyze_instructions) and shutil.which("valgrind") is None:
+        parser.error("--instructions and --analyze-instructions need valgrind on the PATH")
     ms, fastest, cpu = analyze_times_ms(args.repeat)
     print(f"analyze (Llama-3-70B, 64 H100): {ms:.3f} ms per call (median of {args.repeat}); "
           f"{BEFORE_MS / ms:.2f}x vs {BEFORE_MS:.1f} ms before; target <= 0.5 ms")
@@ -173,6 +196,9 @@ def main() -> None:
     print(f"analyze cycling {len(CYCLE)} configurations (same model and cluster): {ms:.3f} ms per call (median of "
           f"{args.repeat}; {BEFORE_MS / ms:.2f}x); fastest {fastest:.3f} ms; CPU time {cpu:.3f} ms per call "
           f"({BEFORE_MS / cpu:.2f}x)")
+    if args.analyze_instructions:
+        print(f"instructions of one cycling analyze call (callgrind, {args.analyze_instructions} calls): "
+              f"{analyze_instructions(args.analyze_instructions):,.0f}")
     if args.analyze_only:
         return
     commands = {"deps": [sys.executable, "-c", DEPENDENCIES], "used": [sys.executable, "-c", DEPENDENCIES_AS_USED]}

@@ -63,7 +63,10 @@ def scalar_inputs(*values: Any) -> tuple[tuple[Any, ...], tuple[int, ...]] | Non
     out = []
     shape: tuple[int, ...] = ()
     for value in values:
-        if isinstance(value, np.ndarray):
+        kind = type(value)
+        if kind is int or kind is float:  # the commonest inputs first, by exact type (no isinstance chain)
+            out.append(value)
+        elif isinstance(value, np.ndarray):
             if value.size != 1:
                 return None
             if value.ndim > len(shape):
@@ -78,4 +81,14 @@ def scalar_inputs(*values: Any) -> tuple[tuple[Any, ...], tuple[int, ...]] | Non
 
 def float_array(value: float, shape: tuple[int, ...]) -> np.ndarray:
     """A scalar result back in the shape its array inputs had (a 0-d array for scalar inputs)."""
+    if shape == (1,):  # one configuration: np.array of a list skips np.full's Python-level steps
+        return np.array((value,), dtype=float)
     return np.full(shape, value, dtype=float)
+
+
+def array_of_shape(value: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """``np.full(shape, value)`` (the dtype NumPy gives ``value``: int64 for a Python int, float64 for a float);
+    the shape of one configuration without np.full's Python-level steps."""
+    if shape == (1,):
+        return np.array((value,))
+    return np.full(shape, value)

@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import ConfigDict
 
 from distcalc.errors import ConfigError
+from distcalc.ops import SCALAR, float_array, scalar_inputs
 from distcalc.modes import (CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES,  # noqa: F401 (re-exported)
                              schedule_shape_problem)
 from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
@@ -151,9 +152,10 @@ class ParallelConfig(ParallelFields):
 
 
 
-def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike) -> ArrayLike:
-    """1 where the embedding and the loss take a layer slot each in the pipeline split (and pp > 1), else 0."""
-    return np.where(np.asarray(pp) > 1, np.asarray(split, dtype=np.int64), 0)
+def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike, xp: Any = np) -> ArrayLike:
+    """1 where the embedding and the loss take a layer slot each in the pipeline split (and pp > 1), else 0.
+    ``xp``: :mod:`numpy`, or :data:`distcalc.ops.SCALAR` for Python integers (``split`` an int)."""
+    return xp.where(xp.asarray(pp) > 1, xp.asarray(split, dtype=np.int64), 0)
 
 
 def stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike = 0, first: ArrayLike = 0,
@@ -163,18 +165,30 @@ def stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike = 0, first: A
     and/or ``last`` > 0 (Megatron-Core ``--decoder-first/last-pipeline-num-layers``, uneven stages) those
     counts at the ends and the rest shared evenly by the other stages (0: not given). With pp = 2 and both
     ends given there is no middle stage; its count is then the larger end's (it only paces a middle stage
-    when pp ≥ 3)."""
-    p = np.asarray(pp, dtype=float)
-    e = pipeline_slots_offset(split, pp)
-    f_in, l_in = np.asarray(first, dtype=float), np.asarray(last, dtype=float)
+    when pp ≥ 3). One configuration (every input a single number) is evaluated on Python numbers
+    (:mod:`distcalc.ops`, the same formula) and returned in the inputs' shape."""
+    one = scalar_inputs(pp, split, first, last)
+    if one is not None:
+        (pp_one, split_one, first_one, last_one), shape = one
+        return tuple(float_array(x, shape) for x in _stage_layer_split(  # type: ignore[return-value]
+            layers, pp_one, int(split_one), first_one, last_one, SCALAR))
+    return _stage_layer_split(layers, pp, split, first, last, np)
+
+
+def _stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike, first: ArrayLike, last: ArrayLike,
+                       xp: Any) -> tuple[Any, Any, Any]:
+    """:func:`stage_layer_split` in the namespace ``xp``."""
+    p = xp.asarray(pp, dtype=float)
+    e = pipeline_slots_offset(split, pp, xp)
+    f_in, l_in = xp.asarray(first, dtype=float), xp.asarray(last, dtype=float)
     uneven = (f_in > 0) | (l_in > 0)
     mid_even = (layers + 2.0 * e) / p
-    given = np.where(f_in > 0, 1, 0) + np.where(l_in > 0, 1, 0)
-    others = np.maximum(p - given, 1.0)
+    given = xp.where(f_in > 0, 1, 0) + xp.where(l_in > 0, 1, 0)
+    others = xp.maximum(p - given, 1.0)
     rest = (layers - f_in - l_in) / others
-    f_out = np.where(uneven, np.where(f_in > 0, f_in, rest), mid_even - e)
-    l_out = np.where(uneven, np.where(l_in > 0, l_in, rest), mid_even - e)
-    mid = np.where(uneven, np.where(p - given >= 1, rest, np.maximum(f_out, l_out)), mid_even)
+    f_out = xp.where(uneven, xp.where(f_in > 0, f_in, rest), mid_even - e)
+    l_out = xp.where(uneven, xp.where(l_in > 0, l_in, rest), mid_even - e)
+    mid = xp.where(uneven, xp.where(p - given >= 1, rest, xp.maximum(f_out, l_out)), mid_even)
     return f_out, mid, l_out
 
 

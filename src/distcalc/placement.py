@@ -219,6 +219,10 @@ def algorithm_name(algo: Any, index: int = 0) -> str:
     return getattr(algo, "value", str(algo))
 
 
+#: Passes of the data through the ring that the pipeline fill is paid on (AllReduce: ReduceScatter + AllGather).
+_FILL_PASSES = {Comm.ALL_REDUCE: 2, Comm.REDUCE_SCATTER: 1, Comm.ALL_GATHER: 1}
+
+
 def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPlacement,
                                  algorithm: str = "auto") -> tuple[Any, Any]:
     """:func:`effective_time_s` with the algorithm per element (an object array where ``auto`` picked
@@ -245,7 +249,7 @@ def effective_time_elementwise_s(kind: Comm, size_bytes: Any, placement: GroupPl
         algorithm = placement.preferred_algorithm
     cost = collective_cost(collective, m, topo, algorithm=algorithm)
     n = placement.size
-    passes = {Comm.ALL_REDUCE: 2, Comm.REDUCE_SCATTER: 1, Comm.ALL_GATHER: 1}.get(kind, 0)
+    passes = _FILL_PASSES.get(kind, 0)
     fill_steps = max(passes * (n - 1) - 1, 0)
     fill = fill_steps * np.minimum(m / n, placement.pipeline_chunk_bytes) / placement.fill_bandwidth_bytes_per_s
     overhead = placement.collective_overhead_s if passes else 0.0

@@ -29,6 +29,7 @@ from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
                                 group_placement, parse_order, strides)
+from distcalc.ops import SCALAR, array_of_shape, scalar_inputs
 from distcalc.shaped import float_of_shape
 from distcalc.traffic import Comm, Dim, Message
 
@@ -122,22 +123,35 @@ def group_keys(tp: np.ndarray, pp: np.ndarray, dp: np.ndarray, cp: np.ndarray, e
                order: str) -> dict[Dim, GroupKey]:
     """Size and stride of the group of each dimension (the rank layout of :mod:`distcalc.placement`).
     DP gradient groups span dp·cp (Megatron reduces gradients over data × context parallel ranks);
-    the PP entry is one stage boundary (2 ranks at the PP stride)."""
+    the PP entry is one stage boundary (2 ranks at the PP stride). One configuration (every degree a single
+    number) is laid out on Python integers (:mod:`distcalc.ops`), the same formula, and returned as arrays
+    of the degrees' shape."""
+    one = scalar_inputs(tp, pp, dp, cp, ep)
+    if one is not None:
+        values, shape = one
+        return {dim: GroupKey(array_of_shape(size, shape), array_of_shape(stride, shape))
+                for dim, (size, stride) in _group_layout(*values, order, SCALAR).items()}
+    ones = np.ones_like(tp)
+    return {dim: GroupKey(size * ones if dim is Dim.PP else size, stride * ones)
+            for dim, (size, stride) in _group_layout(tp, pp, dp, cp, ep, order, np).items()}
+
+
+def _group_layout(tp: Any, pp: Any, dp: Any, cp: Any, ep: Any, order: str, xp: Any) -> dict[Dim, tuple[Any, Any]]:
+    """(size, stride) of each dimension's group (:func:`group_keys`), in the namespace ``xp``."""
     order_t = parse_order(order)
     sizes = {"tp": tp, "cp": cp, "dp": dp, "pp": pp}
     stride = strides(sizes, order_t)
     inner = "cp" if order_t.index("cp") < order_t.index("dp") else "dp"
     outer = "dp" if inner == "cp" else "cp"
     adjacent = order_t.index(outer) == order_t.index(inner) + 1
-    one = np.ones_like(tp)
-    dp_stride = np.where(cp > 1, stride[inner], stride["dp"]) if adjacent else stride["dp"]
+    dp_stride = xp.where(cp > 1, stride[inner], stride["dp"]) if adjacent else stride["dp"]
     dp_size = dp * cp if adjacent else dp
     return {
-        Dim.TP: GroupKey(tp, stride["tp"] * one),
-        Dim.CP: GroupKey(cp, stride["cp"] * one),
-        Dim.DP: GroupKey(dp_size, dp_stride * one),
-        Dim.EP: GroupKey(ep, np.where(cp > 1, stride[inner], stride["dp"]) * one if adjacent else stride["dp"] * one),
-        Dim.PP: GroupKey(np.where(pp > 1, 2, 1) * one, stride["pp"] * one),
+        Dim.TP: (tp, stride["tp"]),
+        Dim.CP: (cp, stride["cp"]),
+        Dim.DP: (dp_size, dp_stride),
+        Dim.EP: (ep, dp_stride),  # the expert group is laid out like the DP group (same stride)
+        Dim.PP: (xp.where(pp > 1, 2, 1), stride["pp"]),
     }
 
 
@@ -222,9 +236,13 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             for index, signature in enumerate(cache[message.dim][3]):
                 buckets.setdefault((message.collective, signature), []).append((i, index))
         slots = [["none"] * len(cache[message.dim][1]) for message in messages]
+        one = all(n == 1 for n in shape)  # one configuration: a message is priced whole or not at all
         for (kind, _), members in buckets.items():
-            used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]
-            used = [entry for entry in used if entry[2].size]
+            if one:  # its size itself, no boolean-mask copy
+                used = [(i, index, prepared[i].reshape(1)) for i, index in members if masks[i][index].item()]
+            else:
+                used = [(i, index, prepared[i][masks[i][index]]) for i, index in members]
+                used = [entry for entry in used if entry[2].size]
             if not used:
                 continue
             placement = cache[messages[used[0][0]].dim][1][used[0][1]]
@@ -232,7 +250,10 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
             t, algo = effective_time_elementwise_s(kind, sizes, placement)
             offset = 0
             for i, index, part in used:
-                times_out[i][masks[i][index]] = t[offset:offset + part.size]
+                if one:  # the message's time in its own array of the configuration's shape
+                    times_out[i] = t[offset:offset + 1].reshape(shape)
+                else:
+                    times_out[i][masks[i][index]] = t[offset:offset + part.size]
                 slots[i][index] = algorithm_name(algo, offset)
                 offset += part.size
         algorithms = slots

@@ -53,7 +53,7 @@ from distcalc.analyze.executed import ExecutedTerms, executed_mask, executed_pip
 from distcalc.analyze.nccl_pricing import with_nccl_model
 from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
-from distcalc.analyze.dp_tables import dp_sum, dp_tables
+from distcalc.analyze.dp_tables import by_zero_stage, dp_sum, dp_tables
 from distcalc.analyze.options import AnalyzeOptions, ElementwiseKernels, FsdpSharding
 from distcalc.analyze.gather import UnionRows, gather, take_rows
 from distcalc.analyze.torch_cp import check_torch_cp
@@ -311,8 +311,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     dp_on_link = dp_sum(dp_tables(u.dp_on_link, on, allreduce_sharded=ar, rs3=u.zero3_grad_reduce_s), gz, mf,
                         any_ge2, any_z3)
     dp_exposed = dp_sum(dp_tables(u.dp_exposed, on, u.zero3_backward_exposed_s, ar), gz, mf, any_ge2, any_z3)
-    optimizer = gz(np.stack([u.optimizer_replicated_s, u.optimizer_zero1_s, u.optimizer_sharded_s,
-                             u.optimizer_zero3_s], axis=1).ravel())
+    optimizer = gz(by_zero_stage(u.optimizer_replicated_s, u.optimizer_zero1_s, u.optimizer_sharded_s,
+                                 u.optimizer_zero3_s).ravel())
     if o.grad_accumulation_bytes_per_parameter:
         optimizer = optimizer + mf * r.grad_accumulate_s
     embedding_sync = r.embedding_sync_s

@@ -26,11 +26,20 @@ def dp_tables(t: DpCollectives, on: np.ndarray, z3_backward: np.ndarray | None =
     ag3_f, ag3_b = t.zero3_forward_gather_s, t.zero3_backward_gather_s
     zero = np.zeros_like(rs)
     b3, a3 = (rs if rs3 is None else rs3, ag3_b) if z3_backward is None else (z3_backward, zero)
-    k1 = np.stack([zero, zero, rs, b3], axis=1) * on[:, None]
-    k2 = np.stack([ar, (ar if allreduce_sharded else rs) + ag, ag, zero], axis=1) * on[:, None]
-    k3 = np.stack([zero, zero, zero, ag3_f], axis=1) * on[:, None]
-    k4 = np.stack([zero, zero, zero, a3], axis=1) * on[:, None]
+    k1 = by_zero_stage(zero, zero, rs, b3) * on[:, None]
+    k2 = by_zero_stage(ar, (ar if allreduce_sharded else rs) + ag, ag, zero) * on[:, None]
+    k3 = by_zero_stage(zero, zero, zero, ag3_f) * on[:, None]
+    k4 = by_zero_stage(zero, zero, zero, a3) * on[:, None]
     return tuple(k.ravel() for k in (k1, k2, k3, k4))
+
+
+def by_zero_stage(*columns: np.ndarray) -> np.ndarray:
+    """One row per union row, one column per ZeRO stage: ``np.stack(columns, axis=1)``; one union row (one
+    configuration) as one C call (``np.array``) transposed as a view — the same values, and a (1, 4) array
+    is laid out the same either way (np.stack is Python-level; a large transposed batch would cost a copy)."""
+    if columns[0].size == 1:
+        return np.array(columns).T
+    return np.stack(columns, axis=1)
 
 
 def dp_sum(tables: tuple[np.ndarray, ...], take, mf: np.ndarray, any_ge2: bool, any_z3: bool) -> np.ndarray:

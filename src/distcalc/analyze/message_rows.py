@@ -12,11 +12,16 @@ from distcalc.analyze.block_terms import BoundaryTerms, DpTerms, MicroBatchTerms
 from distcalc.traffic import Dim, Phase
 
 
+def _first(x: Any) -> float:
+    """The first element of ``x`` (configuration 0) as a Python float."""
+    return float(x.item(0) if isinstance(x, np.ndarray) else np.asarray(x).flat[0])
+
+
 def message_rows(mb: MicroBatchTerms, bd: BoundaryTerms, dpb: DpTerms, counts, m, lps, transfers, grad_exposed,
                  ag_exposed, o, expert_counts=()) -> list[dict[str, Any]]:
     """Per-message records of configuration 0: count per step, time on the link, exposed time (the routed
     experts' DP messages, over the expert-DP group, with ``expert_counts``)."""
-    f = lambda x: float(np.asarray(x).flat[0])  # noqa: E731
+    f = _first
     rows = []
     ov_ratio = f(mb.tp_overlappable_exposed_s) / f(mb.tp_overlappable_s) if f(mb.tp_overlappable_s) > 0 else 0.0
     # CP's ring K,V passes overlap attention compute: the exposed share per layer is cp_exposed_s / (CP time on link),

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.analyze.comm import calibrated_placement, group_keys, group_of, measured_tiers
+from distcalc.analyze.comm import GroupKey, calibrated_placement, group_keys, group_of, measured_tiers
 from distcalc.analyze.core import evaluate, gemm_fit_applies
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.cp_ring import ring_slowdown
@@ -147,11 +147,15 @@ class StepReport:
         return out
 
 
-def _groups(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOptions) -> dict[str, Any]:
+def _config_keys(config: ParallelConfig, options: AnalyzeOptions) -> dict[Dim, GroupKey]:
+    """The group size and stride of each dimension of ``config`` (:func:`distcalc.analyze.comm.group_keys`)."""
+    return group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
+                      options.rank_order)
+
+
+def _groups(cluster: ClusterSpec, keys: dict[Dim, GroupKey], options: AnalyzeOptions) -> dict[str, Any]:
     """Each dimension's group (``describe()``); with a calibration, the all-reduce α and B of its measured
     tiers and ``calibrated``: the tiers measured."""
-    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
-                      options.rank_order)
     groups = {}
     cal = options.calibration
     tiers = measured_tiers(cal) if cal is not None else set()
@@ -164,11 +168,9 @@ def _groups(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOption
     return groups
 
 
-def _cp_slowdown(cluster: ClusterSpec, config: ParallelConfig, options: AnalyzeOptions,
+def _cp_slowdown(cluster: ClusterSpec, config: ParallelConfig, keys: dict[Dim, GroupKey], options: AnalyzeOptions,
                  device: DeviceCompute) -> float:
     """κ the model applies to ring attention's overlapped attention for this configuration."""
-    keys = group_keys(*(np.asarray([v]) for v in (config.tp, config.pp, config.data_parallel, config.cp, config.ep)),
-                      options.rank_order)
     return float(ring_slowdown(config.cp, keys[Dim.CP].stride, device, cluster, options.overlap_compute_slowdown)[0])
 
 
@@ -177,7 +179,8 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
             calibration: Calibration | str | Path | None = None) -> StepReport:
     """The full step-time report of one configuration (validated against the model first).
     ``calibration``: as in :func:`evaluate_batch`."""
-    from distcalc.memory import MemoryOptions, memory_report
+    from distcalc.memory import MemoryOptions
+    from distcalc.memory.report import validated_memory_report
 
     spec, cluster = _resolve(spec, cluster)
     options = options or AnalyzeOptions(distributed_optimizer=config.distributed_optimizer)
@@ -192,15 +195,16 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
     breakdown["total_s"] = step
     breakdown["tp_on_link_s"] = f("tp_on_link_s")
     breakdown["dp_on_link_s"] = f("dp_on_link_s")
-    groups = _groups(cluster, config, options)
+    keys = _config_keys(config, options)
+    groups = _groups(cluster, keys, options)
     for row in out["messages"]:
         row["topology"] = groups[row["dim"]]["kind"]
         if options.calibration is not None:
             row["calibrated"] = bool(groups[row["dim"]].get("calibrated"))
-    mem = memory_report(spec, config, cluster.gpu, MemoryOptions(moe_token_factor=moe_slot_factor(options),
-                                                                  zero_shard_size=options.fsdp_shard_size,
-                                                                  deepspeed_zero3=options.deepspeed_zero3,
-                                                                  cp_algorithm=options.cp_algorithm))
+    # the configuration was checked against the model above: the memory report does not check it again
+    mem = validated_memory_report(spec, config, cluster.gpu, MemoryOptions(
+        moe_token_factor=moe_slot_factor(options), zero_shard_size=options.fsdp_shard_size,
+        deepspeed_zero3=options.deepspeed_zero3, cp_algorithm=options.cp_algorithm))
     memory = mem.memory_dict() if hasattr(mem, "memory_dict") else {}
     device = _device(cluster.gpu, dtype)
     cal = options.calibration
@@ -234,7 +238,7 @@ def analyze(spec: ModelSpec | str, cluster: ClusterSpec | str, config: ParallelC
                          "meaning": "compute times (kernels, optimizer) are those of the slowest of the step's GPUs: "
                                     "1 + cv * E[max of gpus standard normals] times a median GPU's"},
         overlaps=[o.to_dict() for o in assumed_overlaps(
-            config, options, breakdown, _cp_slowdown(cluster, config, options, device),
+            config, options, breakdown, _cp_slowdown(cluster, config, keys, options, device),
             FsdpUnit(*(f(k) for k in ("fsdp_ag_unit_s", "fsdp_rs_unit_s", "fsdp_ar_unit_s", "block_forward_s",
                                       "block_backward_s")), kept_blocks=f("ds_kept_blocks")),
             step_param_gather_passes(options.distributed_optimizer, options.overlap_param_gather, spec.is_moe))],

@@ -168,9 +168,16 @@ def memory_report(spec: ModelSpec | str, config: ParallelConfig, gpu: GpuSpec | 
     ``--account-for-loss-in-pipeline-split``; Dubey et al. 2024, arXiv:2407.21783 §3.3.2): stages 0 and pp−1
     then hold (L + 2)/pp − 1 layers, the others (L + 2)/pp. ``spec`` / ``gpu`` may be preset names."""
     spec = load_model(spec) if isinstance(spec, str) else spec
+    validate_for_model(config, spec)
+    return validated_memory_report(spec, config, gpu, options)
+
+
+def validated_memory_report(spec: ModelSpec, config: ParallelConfig, gpu: GpuSpec | str | None = None,
+                            options: MemoryOptions | None = None) -> MemoryReport:
+    """:func:`memory_report` of a configuration already checked against ``spec``
+    (:func:`~distcalc.parallel.validate_for_model`; ``analyze`` checks it once for both reports)."""
     gpu = load_gpu(gpu) if isinstance(gpu, str) else gpu
     options = options or MemoryOptions()
-    validate_for_model(config, spec)
     if options.zero_shard_size and (config.data_parallel * config.cp) % options.zero_shard_size:
         raise ConfigError(f"fsdp_shard_size({options.zero_shard_size}) must divide the data-parallel group "
                           f"dp·cp({config.data_parallel * config.cp})")

@@ -44,6 +44,10 @@ from distcalc.parallel import (
 )
 from distcalc.schedules import PARAMETER_COPIES
 
+#: Whether each schedule code is V-shaped (:data:`distcalc.parallel.V_SHAPED_SCHEDULES`), indexed by code: a
+#: lookup reads an array of codes in one indexing operation (``np.isin`` sorts its inputs on every call).
+_V_SHAPED = np.isin(np.arange(len(Schedule)), V_SHAPED_SCHEDULES)
+
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
     "optimizer_bytes", "model_states_bytes", "layer_model_states_bytes", "in_flight_micro_batches",
@@ -219,7 +223,7 @@ def _edges(terms: dict[str, object], stage):
     stage_f = np.asarray(stage, dtype=float)
     pp_f = terms["pp"]
     code = np.asarray(terms["schedule"])
-    v_shape, dual = np.isin(code, V_SHAPED_SCHEDULES), code == Schedule.DUALPIPE.code
+    v_shape, dual = _V_SHAPED[code], code == Schedule.DUALPIPE.code
     ends = (stage_f == 0) | (stage_f == pp_f - 1)
     first = np.where(dual, ends, stage_f == 0)
     last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))
