@@ -103,3 +103,15 @@ def test_only_the_console_script_freezes_what_it_imported():
     enabled, frozen, enabled_after_main, frozen_after_main = json.loads(out.strip().splitlines()[-1])
     assert enabled and frozen == 0
     assert enabled_after_main and frozen_after_main > 10_000
+
+
+def test_a_collective_model_is_imported_when_a_run_asks_for_it():
+    """NCCL's tuning model (constants, graph search, tuner) is a variant of the collective pricing that
+    ``analyze.collective_models`` imports on first use: a default run never loads it, ``nccl`` does."""
+    run = ("from distcalc.analyze import analyze, AnalyzeOptions\n"
+           "from distcalc.parallel import ParallelConfig\n"
+           "analyze('llama3-8b', 'dgx-h100', ParallelConfig(gpus=16, tp=2, pp=2), AnalyzeOptions({}))\n")
+    nccl = ("distcalc.analyze.nccl_pricing", "distcalc.collective.nccl_tuner", "distcalc.collective.nccl_graph",
+            "distcalc.collective.nccl_constants")
+    assert not _loaded_after(run.format("")) & set(nccl)
+    assert set(nccl) <= _loaded_after(run.format("collective_model='nccl'"))
