@@ -27,13 +27,21 @@
   ``--instructions`` also counts the instructions of one run of each (valgrind's callgrind, numpy's OpenBLAS
   on one thread): a figure that other jobs on the machine do not move, for before/after comparisons on a
   loaded machine (needs ``valgrind`` on the PATH; about a minute per command).
+* ``--phases``: where ``distcalc analyze``'s start-up goes. A child (:data:`PHASES`) does what the command
+  does in four steps and prints the CPU time of each (median of ``--runs`` children; with ``--instructions``
+  the instructions of each step too, from one callgrind run per prefix of the steps): the dependencies as used;
+  the imports of distcalc (the command line, the analyze command's options and the modules its run loads);
+  the first evaluation of the built-in example (presets read, caches filled); then the command itself
+  (``main()``: option parsing, a second, warm evaluation and the tables). The dependencies' part is what the
+  1.3x target's reference already counts only in part (see the "as used" ratio); the first evaluation and the
+  tables are work that importing the dependencies does not do at all.
 
   ``--analyze-instructions`` counts the instructions of one cycling ``analyze`` call the same way: callgrind
   runs a child that makes 24 + N calls and one that makes 24 (both after the imports and one call of each
   configuration), and the difference divided by N is the figure — independent of the machine's load.
 
     .venv/bin/python benchmarks/analyze_speed.py [--repeat 200] [--runs 5] [--recompile] [--instructions]
-                                                 [--analyze-instructions N]
+                                                 [--analyze-instructions N] [--phases]
 """
 
 from __future__ import annotations
@@ -58,6 +66,56 @@ DISTCALC = str(Path(sys.executable).with_name("distcalc"))
 DEPENDENCIES = "import numpy, pydantic, typer, rich, yaml"
 DEPENDENCIES_AS_USED = (DEPENDENCIES + ", rich.console, rich.table, rich.panel\n"
                         "from pydantic import BaseModel\nclass First(BaseModel):\n    x: int = 1")
+
+
+#: The steps of ``distcalc analyze`` (``--phases``): what the console script does, cut where a step ends; each
+#: prints ``phase <name> <CPU s>``. Imports run the way the console script runs them (collector paused, then
+#: frozen: :mod:`distcalc.cli.startup`).
+PHASES: tuple[tuple[str, str], ...] = (
+    ("dependencies as used", DEPENDENCIES_AS_USED),
+    ("distcalc imports", "from distcalc.cli.startup import collection_paused, command_line_process\n"
+                         "command_line_process()\nwith collection_paused():\n    import distcalc.cli\n"
+                         "    distcalc.cli._module_commands('analyze_cmd')\n"
+                         "    import distcalc.cli.analyze_run, distcalc.memory.report"),
+    ("first evaluation", "from distcalc.jobs.analyze import AnalyzeRequest, run_analyze\n"
+                         "run_analyze(AnalyzeRequest())"),
+    ("command (parse, warm evaluation, tables)",
+     "import contextlib, io\nsys.argv = ['distcalc', 'analyze']\n"
+     "with contextlib.redirect_stdout(io.StringIO()):\n    try:\n        distcalc.cli.main()\n"
+     "    except SystemExit:\n        pass"),
+)
+
+
+def phases_script(steps: int, timed: bool) -> str:
+    """The first ``steps`` of :data:`PHASES` as one program (``timed``: printing each step's CPU time)."""
+    lines = ["import sys, time", "_t = time.process_time()"]
+    for name, code in PHASES[:steps]:
+        lines.append(code)
+        if timed:
+            lines.append(f"_n = time.process_time(); print('phase', {name!r}, _n - _t); _t = _n")
+    return "\n".join(lines)
+
+
+def phases_cpu_s(runs: int, env: dict[str, str]) -> dict[str, float]:
+    """Median CPU seconds of each phase over ``runs`` children (after one untimed child)."""
+    argv = [sys.executable, "-c", phases_script(len(PHASES), timed=True)]
+    subprocess.run(argv, check=True, capture_output=True, env=env)
+    samples: dict[str, list[float]] = {name: [] for name, _ in PHASES}
+    for _ in range(runs):
+        out = subprocess.run(argv, check=True, capture_output=True, text=True, env=env).stdout
+        for line in out.splitlines():
+            if line.startswith("phase "):
+                name, value = line[len("phase "):].rsplit(" ", 1)
+                samples[name.strip("'")].append(float(value))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def phases_instructions(env: dict[str, str]) -> dict[str, int]:
+    """Instructions of each phase: callgrind counts of the programs made of the first 1, 2, … phases, less
+    the count of the program one phase shorter (the first less an empty interpreter's)."""
+    counts = [instructions([sys.executable, "-c", phases_script(steps, timed=False)], env)
+              for steps in range(len(PHASES) + 1)]
+    return {name: counts[i + 1] - counts[i] for i, (name, _) in enumerate(PHASES)} | {"interpreter": counts[0]}
 
 
 #: (tp, pp, micro_batch, seq_len, recompute, vpp) of the cycling figure: 64 GPUs, dp = 64 / (tp·pp),
@@ -184,6 +242,9 @@ def main() -> None:
     parser.add_argument("--analyze-instructions", type=int, metavar="N", default=0,
                         help="also count the instructions of one cycling analyze call over N calls (callgrind; "
                              "needs valgrind; about 20 s per 100 calls)")
+    parser.add_argument("--phases", action="store_true",
+                        help="also split distcalc analyze's start-up into dependencies, distcalc's imports, "
+                             "the first evaluation and the command's parsing and tables")
     args = parser.parse_args()
     if (args.instructions or args.analyze_instructions) and shutil.which("valgrind") is None:
         parser.error("--instructions and --analyze-instructions need valgrind on the PATH")
@@ -208,6 +269,8 @@ def main() -> None:
         env = child_environment(None if args.recompile else cache_dir)
         times = startup_s(commands, args.runs, env)
         counts = {name: instructions(argv, env) for name, argv in commands.items()} if args.instructions else {}
+        phases = phases_cpu_s(args.runs, env) if args.phases else {}
+        phase_counts = phases_instructions(env) if args.phases and args.instructions else {}
     bytecode = "compiled on every run (--recompile)" if args.recompile else "compiled once, cached"
     print(f"start-up, median of {args.runs} runs, wall s / CPU s (bytecode {bytecode}; load average "
           f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs):")
@@ -224,6 +287,18 @@ def main() -> None:
         for name, count in counts.items():
             print(f"  {name}: {count:,}; {count / counts['deps']:.2f}x the dependencies, "
                   f"{count / counts['used']:.2f}x the dependencies as used")
+    if phases:
+        total = sum(phases.values())
+        print(f"distcalc analyze in steps (median CPU s of {args.runs} children; each step's share; "
+              f"x the dependencies alone, {base[1]:.3f} s):")
+        for name, cpu in phases.items():
+            print(f"  {name}: {cpu:.3f} s, {100 * cpu / total:.0f} %, {cpu / base[1]:.2f}x")
+        print(f"  all steps: {total:.3f} s, {total / base[1]:.2f}x (the interpreter's own start is not in them)")
+    if phase_counts:
+        interpreter = phase_counts.pop("interpreter")
+        print(f"the same steps in instructions (callgrind; the interpreter's start, {interpreter:,}, before them):")
+        for name, count in phase_counts.items():
+            print(f"  {name}: {count:,}; {count / counts['deps']:.2f}x the dependencies")
 
 
 if __name__ == "__main__":

@@ -63,3 +63,55 @@ def test_analyze_help_imports_no_renderer_and_builds_no_validator():
     out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
     loaded, validator_built = json.loads(out.strip().splitlines()[-1])
     assert loaded == [] and validator_built is False
+
+
+def test_collection_paused_restores_the_collector_as_it_found_it():
+    import gc
+
+    from distcalc.cli.startup import collection_paused
+
+    was = gc.isenabled()
+    try:
+        gc.enable()
+        with collection_paused():
+            assert not gc.isenabled()
+        assert gc.isenabled()
+        gc.disable()  # a caller that turned it off keeps it off
+        with collection_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+        gc.enable()
+        try:
+            with collection_paused():
+                raise KeyError("inside")
+        except KeyError:
+            pass
+        assert gc.isenabled()
+    finally:
+        (gc.enable if was else gc.disable)()
+
+
+def test_only_the_console_script_freezes_what_it_imported():
+    """Importing the command line (tests, the web server) leaves the collector on and freezes nothing; the
+    console script's ``main`` freezes the imported objects and leaves the collector on for the command."""
+    script = ("import gc, json, sys\nimport distcalc.cli\nfrom distcalc.cli import _module_commands\n"
+              "_module_commands('analyze_cmd')\nimported = [gc.isenabled(), gc.get_freeze_count()]\n"
+              "sys.argv = ['distcalc', 'analyze', '--help']\n"
+              "try:\n    distcalc.cli.main()\nexcept SystemExit:\n    pass\n"
+              "print(json.dumps(imported + [gc.isenabled(), gc.get_freeze_count()]))")
+    out = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True).stdout
+    enabled, frozen, enabled_after_main, frozen_after_main = json.loads(out.strip().splitlines()[-1])
+    assert enabled and frozen == 0
+    assert enabled_after_main and frozen_after_main > 10_000
+
+
+def test_a_collective_model_is_imported_when_a_run_asks_for_it():
+    """NCCL's tuning model (constants, graph search, tuner) is a variant of the collective pricing that
+    ``analyze.collective_models`` imports on first use: a default run never loads it, ``nccl`` does."""
+    run = ("from distcalc.analyze import analyze, AnalyzeOptions\n"
+           "from distcalc.parallel import ParallelConfig\n"
+           "analyze('llama3-8b', 'dgx-h100', ParallelConfig(gpus=16, tp=2, pp=2), AnalyzeOptions({}))\n")
+    nccl = ("distcalc.analyze.nccl_pricing", "distcalc.collective.nccl_tuner", "distcalc.collective.nccl_graph",
+            "distcalc.collective.nccl_constants")
+    assert not _loaded_after(run.format("")) & set(nccl)
+    assert set(nccl) <= _loaded_after(run.format("collective_model='nccl'"))

@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 from pydantic import Field
 
-from distcalc.analyze.nccl_pricing import NcclPricedCluster, nccl_time_s
 from distcalc.calibration import Calibration, calibrated_topology
 from distcalc.cluster import ClusterSpec
 from distcalc.placement import (GroupPlacement, algorithm_name, effective_time_elementwise_s, effective_time_s,
@@ -227,8 +226,11 @@ def message_times(cluster: ClusterSpec, messages: list[Message], keys: dict[Dim,
                 times_out[i][mask] = t
                 algorithms[i].append(algorithm)
 
-    if isinstance(cluster, NcclPricedCluster):  # opt-in: NCCL's own model per group (analyze.nccl_pricing)
-        per_group(lambda kind, sizes, placement: nccl_time_s(cluster, kind, sizes, placement))
+    # opt-in: a cluster priced by its own model per group (analyze.collective_models); looked up on the class,
+    # where a miss is cheap (a pydantic instance answers a missing attribute through its __getattr__)
+    model_time_s = getattr(type(cluster), "collective_time_s", None)
+    if model_time_s is not None:
+        per_group(lambda kind, sizes, placement: model_time_s(cluster, kind, sizes, placement))
     elif calibration is None:
         # one call per (collective kind, distinct placement cost inputs), over every dimension and message
         buckets: dict[tuple, list[tuple[int, int]]] = {}

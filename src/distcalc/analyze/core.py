@@ -50,7 +50,7 @@ from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_b
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import ExecutedTerms, executed_mask, executed_pipeline_s
-from distcalc.analyze.nccl_pricing import with_nccl_model
+from distcalc.analyze.collective_models import priced_cluster
 from distcalc.analyze.deepspeed_zero3 import deepspeed_step_exposure
 from distcalc.analyze.fsdp import fsdp_copy_s, fsdp_exposure, fsdp_flat_grad_copy_s
 from distcalc.analyze.dp_tables import by_zero_stage, dp_sum, dp_tables
@@ -240,7 +240,7 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
         if o.calibration is not None:
             raise ConfigError("--collective-model nccl and --calibration both replace the collective prices: "
                               "choose one")
-        cluster = with_nccl_model(cluster)
+        cluster = priced_cluster(o.collective_model, cluster)
     if o.calibration is not None:
         device = calibrated_device(device, o.calibration) if gemm_fit_applies(o.calibration, device) else device
         cluster = with_calibration(cluster, o.calibration)

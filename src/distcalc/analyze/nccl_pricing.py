@@ -35,6 +35,10 @@ class NcclPricedCluster(ClusterSpec):
     def __hash__(self) -> int:
         return hash((self.name, self.gpus_per_node, self.intra, self.inter, self.nccl_version))
 
+    def collective_time_s(self, kind: Any, sizes: np.ndarray, placement: GroupPlacement) -> tuple[np.ndarray, str]:
+        """:func:`nccl_time_s` on this cluster (what :func:`distcalc.analyze.comm.message_times` calls)."""
+        return nccl_time_s(self, kind, sizes, placement)
+
 
 def with_nccl_model(cluster: ClusterSpec, version: NcclVersion = DEFAULT_VERSION) -> ClusterSpec:
     """``cluster`` priced by NCCL's model (unchanged where the model has no data: a torus or another GPU)."""

@@ -49,11 +49,14 @@ class Calibration(BaseModel):
 
     schema_: str = Field(SCHEMA, alias="schema")
     created: str = ""
-    sources: list[str] = Field(default_factory=list)
-    hardware: dict[str, Any] = Field(default_factory=dict)
+    # Empty defaults as values, which pydantic copies for each instance ("Fields with non-hashable default
+    # values", pydantic docs): a builtin default_factory would make pydantic read list's signature through
+    # inspect, which compiles the tokenizer's patterns (~14 M instructions) in every command that builds this.
+    sources: list[str] = []
+    hardware: dict[str, Any] = {}
     backend: str | None = None
     world_size: int | None = None
-    fits: list[dict[str, Any]] = Field(default_factory=list, description="collective fits (CollectiveFit.as_dict)")
+    fits: list[dict[str, Any]] = Field([], description="collective fits (CollectiveFit.as_dict)")
     compute: dict[str, Any] | None = Field(None, description="GEMM efficiency fit")
 
     def collective_fits(self) -> list[CollectiveFit]:

@@ -12,10 +12,13 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-import typer
+from distcalc.cli.startup import collection_paused, command_line_process
 
-from distcalc.cli.coercion import defer_coercion
-from distcalc.cli.style import DistcalcGroup
+with collection_paused():  # the imports of the command line (startup's docstring)
+    import typer
+
+    from distcalc.cli.coercion import defer_coercion
+    from distcalc.cli.style import DistcalcGroup
 
 # Command → (module of distcalc.cli that registers it, one-line summary for the command list), in --help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -37,7 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
 def _module_commands(module: str) -> dict[str, Any]:
     """The click commands ``distcalc.cli.<module>`` registers (imported on first use)."""
     sub = typer.Typer(pretty_exceptions_enable=False, rich_markup_mode=None, add_completion=False)
-    importlib.import_module(f"distcalc.cli.{module}").register(sub)
+    with collection_paused():
+        importlib.import_module(f"distcalc.cli.{module}").register(sub)
     return dict(typer.main.get_group(sub).commands)
 
 
@@ -81,5 +85,7 @@ def _distcalc() -> None:
 
 
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. What the command line imported so far is frozen out of the garbage
+    collector's walks (:func:`distcalc.cli.startup.command_line_process`): the process ends with the command."""
+    command_line_process()
     sys.exit(app())

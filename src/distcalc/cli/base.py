@@ -17,6 +17,7 @@ from typing import Annotated, Any, Callable, Optional, TypeVar
 
 import typer
 
+from distcalc.cli.startup import collection_paused
 from distcalc.errors import DistcalcError
 from distcalc.inputs import shorten
 from distcalc.jobs.messages import parse_option, validation_item_message
@@ -133,4 +134,6 @@ def run_body(module: str, *args: Any) -> Any:
     """``distcalc.cli.<module>.run(*args)``: a command's work (its job and its rendering), loaded by name when
     the command runs, as :data:`distcalc.cli.COMMANDS` loads the command modules, so that declaring the
     command (``--help``, a usage error) imports neither."""
-    return importlib.import_module(f"distcalc.cli.{module}").run(*args)
+    with collection_paused():  # the command's job and renderer: imports only (distcalc.cli.startup)
+        body = importlib.import_module(f"distcalc.cli.{module}")
+    return body.run(*args)

@@ -50,7 +50,8 @@ class ModelArchitecture(BaseModel):
     ``gated_mlp`` = activation in :data:`GATED_ACTIVATIONS`.
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    # defer_build: only its subclass ModelSpec is validated (and builds its own validator with the class)
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True, defer_build=True)
 
     name: str = Field(description="model name (preset name or file stem)")
     model_type: str = Field("llama", description="Hugging Face model_type / family")

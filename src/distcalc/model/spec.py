@@ -8,6 +8,8 @@ properties of the model.
 
 from __future__ import annotations
 
+from pydantic import ConfigDict
+
 from distcalc.model.architecture import GATED_ACTIVATIONS, ModelArchitecture, NormType, PositionEmbedding
 from distcalc.model.params import active_parameter_count, parameter_breakdown
 
@@ -17,6 +19,8 @@ __all__ = ["GATED_ACTIVATIONS", "ModelSpec", "NormType", "PositionEmbedding"]
 class ModelSpec(ModelArchitecture):
     """A decoder-only transformer (dense or mixture-of-experts) with Hugging Face field names (see
     :class:`~distcalc.model.architecture.ModelArchitecture`), with its parameter counts."""
+
+    model_config = ConfigDict(defer_build=False)  # validator built with the class (the base defers its own)
 
     # ----------------------------------------------------------------------------------- parameters
     @property

@@ -132,7 +132,7 @@ def _check_nonnegative(name: str, value: float) -> None:
 class TopologySpec(BaseModel):
     """A topology as a user (YAML preset, JSON, CLI) describes it; :meth:`build` validates it fully."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # validator built when a user topology is read
 
     kind: TopologyKind = Field(description="ring, tree, switch, hierarchical, mesh or torus")
     gpus: int = Field(ge=1, description="number of GPUs (ranks) N")
