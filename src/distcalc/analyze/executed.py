@@ -104,17 +104,19 @@ def _stage_times(device: np.ndarray, c: float, t: ExecutedTerms) -> PassTimes:
 
 
 def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: ExecutedTerms,
-                        vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False
-                        ) -> tuple[np.ndarray, np.ndarray]:
+                        vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False, busy: bool = True
+                        ) -> tuple[np.ndarray, np.ndarray | None]:
     """(pipeline time, busiest device's busy time) of every configuration (NaN where not executed).
 
-    ``terms``: the configurations' :class:`ExecutedTerms` (each field taken at the executed rows only)."""
+    ``terms``: the configurations' :class:`ExecutedTerms` (each field taken at the executed rows only).
+    ``busy`` False: the busiest device's busy time is not computed (None; the step time needs only the
+    pipeline time)."""
     mask = executed_mask(schedule, uneven)
     pipeline = np.full(schedule.shape, np.nan)
-    busy = np.full(schedule.shape, np.nan)
+    busiest = np.full(schedule.shape, np.nan) if busy else None
     index = np.flatnonzero(mask)
     if not index.size:
-        return pipeline, busy
+        return pipeline, busiest
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
     keys = [np.asarray(x)[index] for x in (schedule, pp, m, vpp)]
     union_index = {}  # UnionRows terms (one value per union row): taken at the executed rows only
@@ -132,14 +134,17 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     # distinct row of its configurations' times (found once for all the plans), scattered back at the end
     first, inverse = distinct_columns(keys + columns)
     table = np.stack([column[first] for column in columns])  # (terms, distinct rows), rows contiguous
-    distinct_pipeline, distinct_busy = np.empty(first.size), np.empty(first.size)
+    distinct_pipeline, distinct_busy = np.empty(first.size), np.empty(first.size) if busy else None
     for (code, p, micro, v), group in row_groups([key[first] for key in keys]):
         plan = cached_plan(code, p, micro, v)
         device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
         times = ExecutedTerms(*table[:, group])  # one row of the table per field, in field order
-        ex = execute(plan, _stage_times(device, plan.chunk_fraction, times), program=cached_program(code, p, micro, v))
+        ex = execute(plan, _stage_times(device, plan.chunk_fraction, times), program=cached_program(code, p, micro, v),
+                     busy=busy)
         distinct_pipeline[group] = ex.step_s(get_schedule(code).tiles_iterations)
-        distinct_busy[group] = ex.busy_s.max(axis=0)
+        if busy:
+            distinct_busy[group] = ex.busy_s.max(axis=0)
     pipeline[index] = distinct_pipeline[inverse]
-    busy[index] = distinct_busy[inverse]
-    return pipeline, busy
+    if busy:
+        busiest[index] = distinct_busy[inverse]
+    return pipeline, busiest

@@ -59,7 +59,7 @@ class Execution:
     plan: Plan
     first_start_s: np.ndarray
     last_end_s: np.ndarray
-    busy_s: np.ndarray
+    busy_s: np.ndarray | None  # None: not summed (execute's ``busy`` False)
     events: list[tuple[int, Op, np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
 
     @property
@@ -302,11 +302,13 @@ def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]
     return [views[i] for i in index.tolist()], source, index, nonnegative
 
 
-def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
+def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None,
+            busy: bool = True) -> Execution:
     """Run ``plan`` with ``times`` (``program``: :func:`compile_plan` of it, when the caller caches one): each
     operation starts when its device's previous one has ended and its inputs are there (``p2p_s`` later
     when made on another device); one wave of :class:`Program` ``levels`` at a time, all configurations at
-    once."""
+    once. ``busy`` False: the devices' busy times are not summed (``busy_s`` None) where the operations run
+    one at a time — a caller that needs only the step time (the search) skips that pass over every duration."""
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
     if not keep_events and not runs_waves(program.kind.shape[0], len(program.levels), p2p.shape[0]):
@@ -314,9 +316,9 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
         rows_of = program.row_plan_across if nonnegative else program.row_plan_all_inputs
         first_end, last_end = run_rows(rows_of, rows, p2p)
         # each device's durations added in its operation order (K: the row of zeros after the last one)
-        busy = device_sums(source, np.append(index, source.shape[0] - 1)[program.device_grid])
+        busy_s = device_sums(source, np.append(index, source.shape[0] - 1)[program.device_grid]) if busy else None
         first = first_end - np.stack([rows[k] for k in program.first.tolist()])
-        return Execution(plan, first, last_end, busy)
+        return Execution(plan, first, last_end, busy_s)
     K = program.kind.shape[0]
     ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
     waits, across, sends = program.waits, program.across, bool(p2p.any())
