@@ -16,8 +16,9 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -145,6 +146,11 @@ class Program:
         grid = np.full((int(counts.max()), counts.size), K, dtype=np.int64)
         grid[np.arange(K) - np.repeat(np.cumsum(counts) - counts, counts), self.device[order]] = order
         return grid
+
+    @functools.cached_property
+    def duration_layouts(self) -> dict[int, DurationLayout]:
+        """:class:`DurationLayout` per number of virtual stages, filled by :func:`_duration_layout`."""
+        return {}
 
     @functools.cached_property
     def row_plan_all_inputs(self) -> RowPlan:
@@ -278,28 +284,53 @@ def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.nda
     return out
 
 
+@dataclass(frozen=True)
+class DurationLayout:
+    """Where each operation's duration lives in :func:`_duration_rows`' source, fixed by the program and the
+    number of virtual stages: ``index`` (a (kind, stage) row of the pass table, or its pair's distinct (F, B)
+    row after it), ``pair_ops`` (the first operation of each distinct pair), ``rows_of`` (views → rows)."""
+
+    index: np.ndarray
+    pair_ops: np.ndarray
+    rows_of: Callable[[list[np.ndarray]], Any]
+
+
+def _duration_layout(program: Program, stages: int) -> DurationLayout:
+    layouts = program.duration_layouts
+    if stages not in layouts:
+        index = np.where(program.kind < 0, 3, program.kind) * stages + program.stage
+        pairs = np.flatnonzero(program.kind < 0)
+        pair_ops = pairs[:0]
+        if pairs.size:  # a pair's time depends only on its two stages: one row per distinct (F, B) stages
+            _, first, inverse = np.unique(program.stage[pairs] * stages + program.pair_stage[pairs],
+                                          return_index=True, return_inverse=True)
+            index[pairs] = 4 * stages + inverse.reshape(-1)
+            pair_ops = pairs[first]
+        index.flags.writeable = False
+        picks = index.tolist()
+        rows_of = operator.itemgetter(*picks) if len(picks) > 1 else (lambda views: [views[i] for i in picks])
+        layouts[stages] = DurationLayout(index, pair_ops, rows_of)
+    return layouts[stages]
+
+
 def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]
                    ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, bool]:
     """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
     the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; the rows
     they view (``source``: the pass table's (kind, stage) rows, the distinct pairs' rows, a row of zeros
-    last) and each operation's row number in it; and whether every duration is ≥ 0 (not NaN)."""
+    last) and each operation's row number in it (:class:`DurationLayout`); and whether every duration is
+    ≥ 0 (not NaN)."""
     table = _pass_table(stage_arrays)
     stages, n = table.shape[1], table.shape[2]
-    index = np.where(program.kind < 0, 3, program.kind) * stages + program.stage
+    layout = _duration_layout(program, stages)
     nonnegative = bool((table >= 0).all())
     parts = [table.reshape(-1, n)]
-    pairs = np.flatnonzero(program.kind < 0)
-    if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
-        _, first, inverse = np.unique(program.stage[pairs] * stages + program.pair_stage[pairs],
-                                      return_index=True, return_inverse=True)
-        distinct = _pair_durations(program, pairs[first], stage_arrays)
+    if layout.pair_ops.size:
+        distinct = _pair_durations(program, layout.pair_ops, stage_arrays)
         nonnegative = nonnegative and bool((distinct >= 0).all())
-        index[pairs] = 4 * stages + inverse.reshape(-1)
         parts.append(distinct)
     source = np.concatenate(parts + [np.zeros((1, n))])
-    views = list(source)  # one view per source row, made once
-    return [views[i] for i in index.tolist()], source, index, nonnegative
+    return layout.rows_of(list(source)), source, layout.index, nonnegative
 
 
 def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None,
