@@ -231,3 +231,22 @@ def test_row_plan_reuses_rows_without_overwriting_inputs(name, p, m):
             holder[out] = k
         assert [holder[r] for r in rows.first] == program.first.tolist()
         assert [holder[r] for r in rows.last] == program.last.tolist()
+
+
+@pytest.mark.parametrize("name,p,m", [("dualpipe", 4, 16), ("zb-v", 4, 8), ("dualpipev", 4, 8)])
+def test_duration_rows_from_the_cached_layout_are_the_durations(name, p, m):
+    """The durations' rows come from a layout found once per program and stage count (pairs included): calls
+    with other times and other numbers of configurations read the same bits as the gathered durations."""
+    execute_module = importlib.import_module("distcalc.schedules.execute")
+    plan = get_schedule(name).plan(p, m)
+    program = execute_module.compile_plan(plan)
+    S = plan.virtual_stages
+    rng = np.random.default_rng(11)
+    for n in (3, 7, 3):
+        times = PassTimes(*(rng.uniform(0.5, 2, (S, n)) for _ in range(3)), 0.0,
+                          rng.uniform(0, 0.3, (S, n)), rng.uniform(0, 0.3, (S, n)))
+        stages = tuple(times.arrays(S)[:-1])
+        rows, source, index, nonnegative = execute_module._duration_rows(program, stages)
+        assert nonnegative and len(program.duration_layouts) == 1
+        assert np.array_equal(np.stack(rows), execute_module._durations(program, stages))
+        assert np.array_equal(source[index], np.stack(rows))

@@ -100,6 +100,26 @@ def test_memory_in_blocks_equals_one_call(case, monkeypatch):
     assert np.array_equal(whole.view(np.uint64), blocks.view(np.uint64))
 
 
+
+@pytest.mark.parametrize("case", ["llama405", "mixtral", "gpt3"])
+def test_step_metrics_without_breakdown_are_the_full_evaluations_bits(case):
+    """The search asks evaluate_batch for step time and MFU alone (``breakdown=False``: no breakdown keys,
+    no busy-time pass over the executed schedules): the same bits as the full evaluation, on a sample that
+    holds executed schedules (ZB-H2, ZB-V, DualPipe(V)) and closed forms."""
+    from distcalc.analyze import AnalyzeOptions, evaluate_batch
+
+    model, cluster_name, gpus, batch, seq = CASES[case]
+    spec, cluster = load_model(model), load_cluster(cluster_name)
+    space = enumerate_space(limits_for_model(spec, seq_len=seq, global_batch=batch, gpus_per_node=8), gpus)
+    rows = np.sort(np.random.default_rng(5).choice(space.size, size=min(space.size, 4000), replace=False))
+    configs = dict({k: v[rows] for k, v in space.configs.items()}, global_batch=batch, seq_len=seq, flash_attention=1)
+    assert len({int(s) for s in configs["schedule"][configs["pp"] > 1]}) >= 4
+    full = evaluate_batch(spec, cluster, configs, AnalyzeOptions(), memory=False)
+    lean = evaluate_batch(spec, cluster, configs, AnalyzeOptions(), memory=False, breakdown=False)
+    assert set(lean) == {"step_time_s", "mfu"}
+    for key in lean:
+        assert np.array_equal(full[key].view(np.uint64), lean[key].view(np.uint64)), key
+
 def _assert_priced_like_analyze(row: dict, case: str) -> None:
     model, cluster, _, batch, seq = CASES[case]
     report = analyze(model, cluster, _config(row, batch, seq))

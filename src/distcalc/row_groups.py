@@ -72,9 +72,14 @@ def lexicographic_codes(columns: list[np.ndarray], start: tuple[np.ndarray, int]
     codes in the order of the rows sorted by their first column, then the second, …; ``start``: (codes,
     count) of columns that come before these. Each column is a digit (its offset from its minimum) of one
     integer key (a wide column: the rank of its value), compacted (:func:`compact_codes`) whenever the key space would outgrow the rows — a few
-    passes over the rows per column, no sort. Broadcast scalars (stride 0) and constant columns add nothing."""
+    passes over the rows per column, no sort. Broadcast scalars (stride 0) and constant columns add nothing.
+
+    The key is built in place in one array of the caller's rows; the columns' minima are not subtracted
+    row by row but kept as one number (``offset``: the key holds code + offset) and taken off before a
+    compaction and at the end — the same integers, one pass fewer per column."""
     rows = columns[0].shape[0] if columns else (0 if start is None else start[0].shape[0])
-    key, size = start if start is not None else (np.zeros(rows, dtype=np.int64), 1)
+    key, size = start if start is not None else (None, 1)
+    owned, offset = False, 0  # whether ``key`` is this function's own array (safe to change in place)
     for column in columns:
         if column.strides and column.strides[0] == 0:
             continue
@@ -85,13 +90,24 @@ def lexicographic_codes(columns: list[np.ndarray], start: tuple[np.ndarray, int]
         if width > SPARSE_WIDTH:  # a wide range (dp, cp, micro-batch: a few of thousands of values): its ranks
             column, width = compact_codes(column - low, width)
             low = 0
+        if key is None:  # the first digit: the key is the column's offset from its minimum
+            key, owned, size = np.subtract(column, low, dtype=np.int64), True, width
+            continue
         if size * width > max(rows, 1 << 16):
+            if offset:
+                key = np.subtract(key, offset, out=key if owned else None)
+                offset = 0
             key, size = compact_codes(key, size)
-        key = key * width
+            owned = True
+        key = np.multiply(key, width, out=key if owned else None, dtype=np.int64)
+        owned = True
         key += column
-        if low:
-            key -= low
+        offset = offset * width + low
         size *= width
+    if key is None:
+        key = np.zeros(rows, dtype=np.int64)
+    elif offset:
+        key = np.subtract(key, offset, out=key if owned else None)
     return compact_codes(key, size)
 
 

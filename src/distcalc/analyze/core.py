@@ -226,9 +226,10 @@ def gemm_fit_applies(calibration: Any, device: DeviceCompute) -> bool:
 
 
 def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, batch: dict[str, Any],
-             options: AnalyzeOptions | None = None, details: bool = False) -> dict[str, Any]:
+             options: AnalyzeOptions | None = None, details: bool = False, breakdown: bool = True) -> dict[str, Any]:
     """Core of :func:`distcalc.analyze.evaluate_batch` (see the module docstring). With ``details`` the
-    result also holds ``messages``: per-message records of configuration 0 for reports.
+    result also holds ``messages``: per-message records of configuration 0 for reports. ``breakdown`` False:
+    ``step_time_s`` and ``mfu`` alone (the search), by the same operations, the other keys not computed.
 
     The terms that depend only on :data:`UNION_KEY` are computed once per distinct value of that key
     (:func:`union_terms`) and gathered (per ZeRO stage, or per slowest end stage, where they differ);
@@ -299,7 +300,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
             # a chunk sends one of its boundary's messages:
             p2p_exposed_s=np.broadcast_to(p2p_exposed / np.maximum(transfers, 1.0), pp.shape),
             p2p_latency_s=r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0))
-        run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven)
+        run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven,
+                                           busy=breakdown)
         pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
@@ -308,8 +310,8 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     any_ge2, any_z3 = bool((zero >= 2).any()), bool((zero == 3).any())
     on = u.dp_active
     ar = o.allreduce_sharded_gradients
-    dp_on_link = dp_sum(dp_tables(u.dp_on_link, on, allreduce_sharded=ar, rs3=u.zero3_grad_reduce_s), gz, mf,
-                        any_ge2, any_z3)
+    dp_on_link = (dp_sum(dp_tables(u.dp_on_link, on, allreduce_sharded=ar, rs3=u.zero3_grad_reduce_s), gz, mf,
+                         any_ge2, any_z3) if breakdown else None)
     dp_exposed = dp_sum(dp_tables(u.dp_exposed, on, u.zero3_backward_exposed_s, ar), gz, mf, any_ge2, any_z3)
     optimizer = gz(by_zero_stage(u.optimizer_replicated_s, u.optimizer_zero1_s, u.optimizer_sharded_s,
                                  u.optimizer_zero3_s).ravel())
@@ -324,6 +326,10 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     tokens = flat["global_batch"] * flat["seq_len"]
     mflops = 3.0 * tokens
     mflops *= r.flops_per_token
+    if not breakdown:
+        step_gpus_peak = step * gpus
+        step_gpus_peak *= device.peak_flops_per_s
+        return {"step_time_s": step.reshape(shape), "mfu": (mflops / step_gpus_peak).reshape(shape)}
     hflops = tokens * r.extra_flops_per_token
     np.add(mflops, hflops, out=hflops)
     pick = lambda terms: g(terms.choose(u.slowest))  # noqa: E731  (the slowest stage's term)

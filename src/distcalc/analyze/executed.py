@@ -29,6 +29,7 @@ The step's pipeline time is the makespan, or the busiest device's span when the 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -103,18 +104,29 @@ def _stage_times(device: np.ndarray, c: float, t: ExecutedTerms) -> PassTimes:
                      layers * (t.layer_ep_all_s - t.layer_ep_forward_s))
 
 
+@lru_cache(maxsize=512)
+def _stage_devices(code: int, pp: int, micro_batches: int, vpp: int) -> np.ndarray:
+    """The device holding each virtual stage of the plan (its first micro-batch's map; read-only)."""
+    plan = cached_plan(code, pp, micro_batches, vpp)
+    device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
+    device.flags.writeable = False
+    return device
+
+
 def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, terms: ExecutedTerms,
-                        vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False
-                        ) -> tuple[np.ndarray, np.ndarray]:
+                        vpp: np.ndarray | int = 1, uneven: np.ndarray | bool = False, busy: bool = True
+                        ) -> tuple[np.ndarray, np.ndarray | None]:
     """(pipeline time, busiest device's busy time) of every configuration (NaN where not executed).
 
-    ``terms``: the configurations' :class:`ExecutedTerms` (each field taken at the executed rows only)."""
+    ``terms``: the configurations' :class:`ExecutedTerms` (each field taken at the executed rows only).
+    ``busy`` False: the busiest device's busy time is not computed (None; the step time needs only the
+    pipeline time)."""
     mask = executed_mask(schedule, uneven)
     pipeline = np.full(schedule.shape, np.nan)
-    busy = np.full(schedule.shape, np.nan)
+    busiest = np.full(schedule.shape, np.nan) if busy else None
     index = np.flatnonzero(mask)
     if not index.size:
-        return pipeline, busy
+        return pipeline, busiest
     vpp = np.broadcast_to(np.asarray(vpp), schedule.shape)
     keys = [np.asarray(x)[index] for x in (schedule, pp, m, vpp)]
     union_index = {}  # UnionRows terms (one value per union row): taken at the executed rows only
@@ -131,15 +143,26 @@ def executed_pipeline_s(schedule: np.ndarray, pp: np.ndarray, m: np.ndarray, ter
     # not: the ZeRO stage, the optimizer) share a run; every column runs alone, so each plan runs once per
     # distinct row of its configurations' times (found once for all the plans), scattered back at the end
     first, inverse = distinct_columns(keys + columns)
-    table = np.stack([column[first] for column in columns])  # (terms, distinct rows), rows contiguous
-    distinct_pipeline, distinct_busy = np.empty(first.size), np.empty(first.size)
-    for (code, p, micro, v), group in row_groups([key[first] for key in keys]):
+    plans = list(row_groups([key[first] for key in keys]))
+    # the distinct rows plan by plan: each plan's times are one slice of the table (views, nothing gathered)
+    order = np.concatenate([group for _, group in plans])
+    table = np.stack([column[first[order]] for column in columns])  # (terms, distinct rows), rows contiguous
+    distinct_pipeline, distinct_busy = np.empty(first.size), np.empty(first.size) if busy else None
+    lo = 0
+    for (code, p, micro, v), group in plans:
+        at = slice(lo, lo + group.size)
+        lo = at.stop
         plan = cached_plan(code, p, micro, v)
-        device = np.array([plan.device_of(0, j) for j in range(plan.virtual_stages)])
-        times = ExecutedTerms(*table[:, group])  # one row of the table per field, in field order
-        ex = execute(plan, _stage_times(device, plan.chunk_fraction, times), program=cached_program(code, p, micro, v))
-        distinct_pipeline[group] = ex.step_s(get_schedule(code).tiles_iterations)
-        distinct_busy[group] = ex.busy_s.max(axis=0)
-    pipeline[index] = distinct_pipeline[inverse]
-    busy[index] = distinct_busy[inverse]
-    return pipeline, busy
+        times = ExecutedTerms(*table[:, at])  # one row of the table per field, in field order
+        ex = execute(plan, _stage_times(_stage_devices(code, p, micro, v), plan.chunk_fraction, times),
+                     program=cached_program(code, p, micro, v), busy=busy)
+        distinct_pipeline[at] = ex.step_s(get_schedule(code).tiles_iterations)
+        if busy:
+            distinct_busy[at] = ex.busy_s.max(axis=0)
+    position = np.empty_like(order)  # each distinct row's place in the plan-by-plan order
+    position[order] = np.arange(order.size)
+    at_rows = position[inverse]
+    pipeline[index] = distinct_pipeline[at_rows]
+    if busy:
+        busiest[index] = distinct_busy[at_rows]
+    return pipeline, busiest

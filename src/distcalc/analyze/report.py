@@ -76,7 +76,8 @@ def calibration_summary(calibration: Calibration, device: DeviceCompute) -> dict
 
 def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dict[str, Any],
                    options: AnalyzeOptions | None = None, dtype: str = "bf16",
-                   memory: bool = True, *, calibration: Calibration | str | Path | None = None) -> dict[str, np.ndarray]:
+                   memory: bool = True, *, calibration: Calibration | str | Path | None = None,
+                   breakdown: bool = True) -> dict[str, np.ndarray]:
     """Step time, MFU, HFU, tokens/s, memory and the time breakdown of many configurations at once.
 
     ``batch`` maps the batch fields (:data:`distcalc.parallel_batch.BATCH_FIELDS`: the fields of
@@ -87,10 +88,12 @@ def evaluate_batch(spec: ModelSpec | str, cluster: ClusterSpec | str, batch: dic
     the breakdown keys of :data:`BREAKDOWN_KEYS` and ``tp_on_link_s, dp_on_link_s, micro_batches, gpus``.
     ``calibration`` (a :class:`~distcalc.calibration.Calibration` or a file from ``distcalc calibrate``)
     sets ``options.calibration``: measured α/B for the collectives, measured GEMM efficiency.
+    ``breakdown`` False: ``step_time_s`` and ``mfu`` only (and ``memory_bytes`` if ``memory``), the same
+    numbers for less work (the search ranks configurations by them).
     """
     spec, cluster = _resolve(spec, cluster)
     options = with_calibration_option(options, calibration)
-    out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options)
+    out = evaluate(_dims(spec), _device(cluster.gpu, dtype), cluster, batch, options, breakdown=breakdown)
     if memory:
         out["memory_bytes"] = _memory_batch(spec, batch, options, dtype)
     return out

@@ -55,7 +55,8 @@ import numpy as np
 from distcalc.model.dims import ModelDims
 from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Precision, Recompute, Schedule
-from distcalc.row_groups import row_groups
+from distcalc.memory.line_groups import representatives
+from distcalc.row_groups import lexicographic_codes
 from distcalc.schedules import peak_in_flight_counts
 
 FP32_BYTES = 4.0
@@ -194,15 +195,27 @@ def in_flight_micro_batches(schedule, pp, stage, vpp, num_micro_batches):
 
 
 def executed_in_flight(schedule, pp, stage, num_micro_batches) -> np.ndarray:
-    """Peak in-flight stage units of each (schedule, pp, stage, m) whose schedule code is executed (0 elsewhere)."""
+    """Peak in-flight stage units of each (schedule, pp, stage, m) whose schedule code is executed (0 elsewhere).
+
+    Every distinct (schedule, pp, m) of the rows contributes its plan's per-stage counts
+    (:func:`~distcalc.schedules.peak_in_flight_counts`) to one table, laid end to end; each row reads its
+    stage's entry of its plan's part with one gather (no NumPy pass per plan)."""
     code, p, s, m = (np.asarray(x).astype(np.int64) for x in np.broadcast_arrays(schedule, pp, stage, num_micro_batches))
     out = np.zeros(code.shape)
-    mask = Schedule.executed(code)
-    index = np.flatnonzero(mask)
-    for key, group in row_groups([code[mask], p[mask], m[mask]]):
-        rows = index[group]
-        peaks = np.asarray(peak_in_flight_counts(*key))
-        out.flat[rows] = peaks[s.flat[rows]]
+    index = np.flatnonzero(Schedule.executed(code))
+    if not index.size:
+        return out
+    keys = [x.ravel()[index] for x in (code, p, m)]
+    key_of, count = lexicographic_codes(keys)
+    first = representatives(key_of, count)  # one row per plan
+    plans = zip(*(key[first].tolist() for key in keys))
+    peaks = [peak_in_flight_counts(*key) for key in plans]
+    starts = np.cumsum([0] + [len(counts) for counts in peaks[:-1]])
+    table = np.fromiter((x for counts in peaks for x in counts), dtype=float)
+    stage_of = s.ravel()[index]
+    if ((stage_of < 0) | (stage_of >= keys[1])).any():  # would read another plan's entry
+        raise ValueError("executed_in_flight: a stage outside 0 .. pp - 1")
+    out.flat[index] = table[starts[key_of] + stage_of]
     return out
 
 

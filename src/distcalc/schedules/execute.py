@@ -16,8 +16,9 @@ times, and the peak in-flight activations (:func:`peak_in_flight`) do not depend
 from __future__ import annotations
 
 import functools
+import operator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -59,7 +60,7 @@ class Execution:
     plan: Plan
     first_start_s: np.ndarray
     last_end_s: np.ndarray
-    busy_s: np.ndarray
+    busy_s: np.ndarray | None  # None: not summed (execute's ``busy`` False)
     events: list[tuple[int, Op, np.ndarray, np.ndarray]] = field(default_factory=list, repr=False)
 
     @property
@@ -145,6 +146,11 @@ class Program:
         grid = np.full((int(counts.max()), counts.size), K, dtype=np.int64)
         grid[np.arange(K) - np.repeat(np.cumsum(counts) - counts, counts), self.device[order]] = order
         return grid
+
+    @functools.cached_property
+    def duration_layouts(self) -> dict[int, DurationLayout]:
+        """:class:`DurationLayout` per number of virtual stages, filled by :func:`_duration_layout`."""
+        return {}
 
     @functools.cached_property
     def row_plan_all_inputs(self) -> RowPlan:
@@ -278,35 +284,62 @@ def _durations(program: Program, stage_arrays: tuple[np.ndarray, ...]) -> np.nda
     return out
 
 
+@dataclass(frozen=True)
+class DurationLayout:
+    """Where each operation's duration lives in :func:`_duration_rows`' source, fixed by the program and the
+    number of virtual stages: ``index`` (a (kind, stage) row of the pass table, or its pair's distinct (F, B)
+    row after it), ``pair_ops`` (the first operation of each distinct pair), ``rows_of`` (views → rows)."""
+
+    index: np.ndarray
+    pair_ops: np.ndarray
+    rows_of: Callable[[list[np.ndarray]], Any]
+
+
+def _duration_layout(program: Program, stages: int) -> DurationLayout:
+    layouts = program.duration_layouts
+    if stages not in layouts:
+        index = np.where(program.kind < 0, 3, program.kind) * stages + program.stage
+        pairs = np.flatnonzero(program.kind < 0)
+        pair_ops = pairs[:0]
+        if pairs.size:  # a pair's time depends only on its two stages: one row per distinct (F, B) stages
+            _, first, inverse = np.unique(program.stage[pairs] * stages + program.pair_stage[pairs],
+                                          return_index=True, return_inverse=True)
+            index[pairs] = 4 * stages + inverse.reshape(-1)
+            pair_ops = pairs[first]
+        index.flags.writeable = False
+        picks = index.tolist()
+        rows_of = operator.itemgetter(*picks) if len(picks) > 1 else (lambda views: [views[i] for i in picks])
+        layouts[stages] = DurationLayout(index, pair_ops, rows_of)
+    return layouts[stages]
+
+
 def _duration_rows(program: Program, stage_arrays: tuple[np.ndarray, ...]
                    ) -> tuple[list[np.ndarray], np.ndarray, np.ndarray, bool]:
     """The same durations as :func:`_durations`, one (n,) row per operation: a view of the pass table where
     the operation is one pass (nothing gathered), a computed row where it is an overlapped pair; the rows
     they view (``source``: the pass table's (kind, stage) rows, the distinct pairs' rows, a row of zeros
-    last) and each operation's row number in it; and whether every duration is ≥ 0 (not NaN)."""
+    last) and each operation's row number in it (:class:`DurationLayout`); and whether every duration is
+    ≥ 0 (not NaN)."""
     table = _pass_table(stage_arrays)
     stages, n = table.shape[1], table.shape[2]
-    index = np.where(program.kind < 0, 3, program.kind) * stages + program.stage
+    layout = _duration_layout(program, stages)
     nonnegative = bool((table >= 0).all())
     parts = [table.reshape(-1, n)]
-    pairs = np.flatnonzero(program.kind < 0)
-    if pairs.size:  # a pair's time depends only on its two stages: computed once per distinct (F, B) stages
-        _, first, inverse = np.unique(program.stage[pairs] * stages + program.pair_stage[pairs],
-                                      return_index=True, return_inverse=True)
-        distinct = _pair_durations(program, pairs[first], stage_arrays)
+    if layout.pair_ops.size:
+        distinct = _pair_durations(program, layout.pair_ops, stage_arrays)
         nonnegative = nonnegative and bool((distinct >= 0).all())
-        index[pairs] = 4 * stages + inverse.reshape(-1)
         parts.append(distinct)
     source = np.concatenate(parts + [np.zeros((1, n))])
-    views = list(source)  # one view per source row, made once
-    return [views[i] for i in index.tolist()], source, index, nonnegative
+    return layout.rows_of(list(source)), source, layout.index, nonnegative
 
 
-def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None) -> Execution:
+def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Program | None = None,
+            busy: bool = True) -> Execution:
     """Run ``plan`` with ``times`` (``program``: :func:`compile_plan` of it, when the caller caches one): each
     operation starts when its device's previous one has ended and its inputs are there (``p2p_s`` later
     when made on another device); one wave of :class:`Program` ``levels`` at a time, all configurations at
-    once."""
+    once. ``busy`` False: the devices' busy times are not summed (``busy_s`` None) where the operations run
+    one at a time — a caller that needs only the step time (the search) skips that pass over every duration."""
     program = compile_plan(plan) if program is None else program
     *stage_arrays, p2p = times.arrays(plan.virtual_stages)
     if not keep_events and not runs_waves(program.kind.shape[0], len(program.levels), p2p.shape[0]):
@@ -314,9 +347,9 @@ def execute(plan: Plan, times: PassTimes, keep_events: bool = False, program: Pr
         rows_of = program.row_plan_across if nonnegative else program.row_plan_all_inputs
         first_end, last_end = run_rows(rows_of, rows, p2p)
         # each device's durations added in its operation order (K: the row of zeros after the last one)
-        busy = device_sums(source, np.append(index, source.shape[0] - 1)[program.device_grid])
+        busy_s = device_sums(source, np.append(index, source.shape[0] - 1)[program.device_grid]) if busy else None
         first = first_end - np.stack([rows[k] for k in program.first.tolist()])
-        return Execution(plan, first, last_end, busy)
+        return Execution(plan, first, last_end, busy_s)
     K = program.kind.shape[0]
     ends = np.zeros((K + 1, p2p.shape[0]))  # row K: "nothing to wait for"
     waits, across, sends = program.waits, program.across, bool(p2p.any())

@@ -217,7 +217,7 @@ def step_metrics_batch(job: Job, configs: ConfigArrays) -> dict[str, np.ndarray]
     batch = dict(configs, global_batch=job.global_batch, seq_len=job.seq_len,
                  flash_attention=int(job.flash_attention))
     out = evaluate_batch(job.spec, job.cluster, batch, AnalyzeOptions(gpu_speed_cv=job.gpu_speed_cv),
-                         dtype=job.dtype.value, memory=False, calibration=job.calibration)
+                         dtype=job.dtype.value, memory=False, calibration=job.calibration, breakdown=False)
     return {k: np.asarray(out[k], dtype=float) for k in ("step_time_s", "mfu")}
 
 
