@@ -57,8 +57,9 @@ SELENE_2021_2022 = (
     "FastLayerNorm, hidden sizes incl. 20480 and 25600), gradient-accumulation fusion, nvfuser instead of the "
     "legacy TorchScript fuser, and the container (newest NGC from 2022-02-10); none has a published per-step "
     "cost, the TP 1 row rules out TP-collective mechanisms, the elementwise share does not follow the error, "
-    "and the one published cuBLAS comparison (8192^3 fp16, CUDA 11.0 vs 11.3: 297 TFLOP/s both) shows no GEMM "
-    "change: what made the 2021 runs slower is not documented, so not priced")
+    "the one published cuBLAS comparison (8192^3 fp16, CUDA 11.0 vs 11.3: 297 TFLOP/s both) shows no GEMM "
+    "change, and fp16 split-k reductions in reduced precision are allowed in both PyTorch versions (pytorch "
+    "#67578, #67946): what made the 2021 runs slower is not documented, so not priced")
 
 #: what the older stacks' own step passes and framework mechanisms were checked for (Narayanan, BLOOM, Zero Bubble)
 OLDER_STACK_CHECKS = (
