@@ -83,7 +83,7 @@ class GroupPlacement:
     alltoall_latency_s: float | None = None
 
     def describe(self) -> dict[str, Any]:
-        """JSON-friendly summary (design §4 ``topology`` field)."""
+        """JSON-friendly summary (docs/design.md §4 ``topology`` field)."""
         if self.topology is None:
             return {"kind": "none", "gpus": 1, "tier": self.tier}
         topo = self.topology

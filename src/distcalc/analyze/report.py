@@ -135,7 +135,7 @@ class StepReport:
     overlaps: list[dict[str, Any]] = field(default_factory=list)  #: per dimension, what hides its collectives
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (design §4 keys first)."""
+        """JSON form (docs/design.md §4 keys first)."""
         out = {"model": self.model, "step_time_s": self.step_time_s, "mfu": self.mfu, "hfu": self.hfu,
                "tokens_per_s": self.tokens_per_s, "memory": self.memory, "fits": self.fits,
                "time_breakdown": self.time_breakdown, "communication": self.communication,

@@ -114,7 +114,7 @@ class CollectiveCost:
         return self.bytes_sent_per_gpu
 
     def as_dict(self) -> dict:
-        """The CLI/JSON result record (design §4 keys)."""
+        """The CLI/JSON result record (docs/design.md §4 keys)."""
         algorithm = self.algorithm.value if isinstance(self.algorithm, enum.Enum) else self.algorithm
         return {"algorithm": algorithm, "formula_id": self.formula_id, "time_s": self.time_s,
                 "latency_term_s": self.latency_term_s, "bandwidth_term_s": self.bandwidth_term_s,

@@ -1,5 +1,5 @@
 """``collective`` as a job: request → per-size cost records → the ``--json`` payload; also the topology
-builder that ``collective`` and ``simulate`` share (design §4 topology options, defaults as in ``--help``)."""
+builder that ``collective`` and ``simulate`` share (docs/design.md §4 topology options, --help defaults)."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def build_topology(topology: str, gpus: int, bandwidth: Optional[str], latency: 
                    shape: Optional[str], gpus_per_node: Optional[int], intra_bandwidth: Optional[str],
                    intra_latency: Optional[str], inter_bandwidth: Optional[str], inter_latency: Optional[str],
                    in_network_reduction: bool, oversubscription: float = 1.0) -> Topology:
-    """Turn the shared topology options (design §4) into a :class:`Topology`; defaults as in ``--help``."""
+    """Turn the shared topology options (docs/design.md §4) into a :class:`Topology`; defaults as in ``--help``."""
     try:
         kind = TopologyKind(topology.strip().lower())
     except ValueError:

@@ -49,7 +49,7 @@ def nccl_estimates(kind: str, sizes: list, cluster: ClusterSpec, gpus: int, vers
 
 
 def nccl_record(estimate: NcclEstimate, kind: str, gpus: int) -> dict:
-    """One ``results`` entry (design §4 keys plus the NCCL fields)."""
+    """One ``results`` entry (docs/design.md §4 keys plus the NCCL fields)."""
     algbw, busbw = algbw_busbw(kind, estimate.size_bytes, estimate.time_s, gpus)
     out = estimate.as_dict()
     out.update(size_bytes=estimate.size_bytes, formula_id=f"NCCL {estimate.version.value} model",

@@ -71,7 +71,7 @@ class SimulationResult:
         return self.timing.busiest_link
 
     def as_dict(self) -> dict:
-        """JSON record (design §4 keys of ``distcalc simulate``)."""
+        """JSON record (docs/design.md §4 keys of ``distcalc simulate``)."""
         t = self.timing
         link = t.busiest_link
         used = t.link_bytes[t.link_bytes > 0]

@@ -4,7 +4,7 @@ Each distinct (src, dst) pair is routed once with :meth:`Topology.route` (shorte
 torus/mesh; GPU→switch→GPU on a switch; NVSwitch or NIC rail on hierarchical clusters). Transfers to or from
 an extra compute node of the schedule (the in-network-reducing switch) use the direct GPU↔switch link.
 
-Latency of a transfer (docs/spec/collectives.md §1 and §4.9, topology.py docstring): the α of the slowest network
+Latency of a transfer (docs/spec/collectives.md §1, §4.9; :mod:`distcalc.topology`): the α of the slowest network
 tier it crosses (α on ring/mesh/torus/switch/tree; α1 inside a node, α2 across nodes on hierarchical), plus
 ``hop_latency_s`` for every further GPU it is forwarded through (F27: α + (h−1)·α_hop). Links into a switch
 carry α/2 in :class:`distcalc.topology.Link`, so a link's tier latency is 2× its value there.
