@@ -15,7 +15,7 @@ from distcalc.cli import app
 from distcalc.cluster import load_cluster
 from distcalc.compute import load_device, model_dims
 from distcalc.compute.attention import (RING_MERGE_BACKWARD_BYTES, RING_MERGE_FORWARD_BYTES, RING_MERGE_KERNELS,
-                                        attention_kernel_device, flash_attention_times, ring_attention_times)
+                                        CpSplit, attention_kernel_device, flash_attention_times, ring_attention_times)
 from distcalc.compute.layer import layer_times
 from distcalc.errors import ConfigError
 from distcalc.model import load_model
@@ -95,8 +95,8 @@ def test_ring_merges_cost_their_counted_bytes_and_kernels():
 def test_ulysses_runs_one_causal_kernel_and_ring_runs_the_split():
     dims = model_dims(load_model("llama2-7b"))
     args = dict(micro_batch=1, seq_len=131072, tp=4, cp=4, sequence_parallel=1, flash_attention=1)
-    ring = layer_times(dims, H100_FA2, **args, cp_split=1)
-    uly = layer_times(dims, H100_FA2, **args, cp_split=0)
+    ring = layer_times(dims, H100_FA2, **args, cp_split=CpSplit.RING)
+    uly = layer_times(dims, H100_FA2, **args, cp_split=CpSplit.NONE)
     # FA2's off-diagonal blocks are non-causal (faster per FLOP) but the ring pays merges and launches
     assert ring.forward_attention_s != uly.forward_attention_s
     one_f, _ = flash_attention_times(H100_FA2, 8, 131072 / 4, 131072, 128, 128, causal=True)

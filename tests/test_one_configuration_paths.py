@@ -15,7 +15,7 @@ from distcalc.analyze.block_rows import key_table, run_block
 from distcalc.analyze.block_terms import kept
 from distcalc.cluster import load_cluster
 from distcalc.compute import model_dims
-from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING
+from distcalc.compute.attention import CpSplit
 from distcalc.compute.device import gemm_time_s, load_device
 from distcalc.compute.layer import layer_times
 from distcalc.model import load_model
@@ -87,7 +87,7 @@ def test_attention_without_a_context_parallel_row_prices_the_same():
     batch that also holds a row running them."""
     dims = model_dims(load_model("llama3-8b"))
     device = load_device("h100-sxm", "bf16")
-    for split in (CP_SPLIT_RING, CP_SPLIT_ALLGATHER, CP_SPLIT_NONE):
+    for split in (CpSplit.RING, CpSplit.ALLGATHER, CpSplit.NONE):
         mixed = layer_times(dims, device, 1, 8192, np.array([1, 2, 4]), cp=np.array([1, 1, 2]), flash_attention=1,
                             cp_split=split)
         for tp in (1, 2):

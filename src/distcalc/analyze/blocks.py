@@ -32,7 +32,7 @@ from distcalc.analyze.tp_overlap import userbuffers_exposure
 from distcalc.analyze.zero_reduce import owner_reduces
 from distcalc.cluster import ClusterSpec
 from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
-from distcalc.compute.attention import CP_SPLIT_ALLGATHER, CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_TORCH
+from distcalc.compute.attention import CpSplit
 from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
 from distcalc.parallel import stage_layer_split
@@ -83,8 +83,8 @@ def micro_batch_block(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec,
     ulysses = 1 if o.cp_algorithm == ContextParallelAlgorithm.ULYSSES else 0
     allgather = 1 if o.cp_algorithm == ContextParallelAlgorithm.ALL_GATHER else 0
     torch_cp = o.cp_algorithm in TORCH_CP_ALGORITHMS  # PyTorch's ring CP (analyze.torch_cp)
-    split = (CP_SPLIT_NONE if ulysses else CP_SPLIT_ALLGATHER if allgather else CP_SPLIT_TORCH if torch_cp
-             else CP_SPLIT_RING)
+    split = (CpSplit.NONE if ulysses else CpSplit.ALLGATHER if allgather else CpSplit.TORCH if torch_cp
+             else CpSplit.RING)
     args = dict(micro_batch=b, seq_len=s, tp=tp, cp=cp, sequence_parallel=sp, recompute=rc, flash_attention=flash,
                 ep=ep, cp_split=split)
     dense = layer_times(d, device, **args, moe=False) if d.dense_layers else None

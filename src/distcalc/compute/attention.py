@@ -56,6 +56,7 @@ pairs — the same ``s²/2cp`` as the ring, without the merges (each kernel sees
 from __future__ import annotations
 
 from dataclasses import replace
+from enum import IntEnum
 from typing import Any
 
 import numpy as np
@@ -74,10 +75,16 @@ RING_MERGE_BACKWARD_BYTES = (7.5, 11.0)
 RING_MERGE_KERNELS = (3, 4)
 
 
-#: how a rank's causal attention splits into kernels under context parallelism (``layer_times(cp_split=…)``):
-#: one causal kernel (no CP, Ulysses), the ring's steps, all-gather's two prefix kernels, or PyTorch's ring
-#: steps with its eager FP32 merges (:mod:`distcalc.compute.torch_cp`)
-CP_SPLIT_NONE, CP_SPLIT_RING, CP_SPLIT_ALLGATHER, CP_SPLIT_TORCH = 0, 1, 2, 3
+class CpSplit(IntEnum):
+    """How a rank's causal attention splits into kernels under context parallelism (``layer_times(cp_split=…)``):
+    one causal kernel (no CP, Ulysses), the ring's steps, all-gather's two prefix kernels, or PyTorch's ring
+    steps with its eager FP32 merges (:mod:`distcalc.compute.torch_cp`). An ``IntEnum``: the vectorised
+    formulas compare arrays of these integers against the members."""
+
+    NONE = 0
+    RING = 1
+    ALLGATHER = 2
+    TORCH = 3
 
 
 #: the package each non-default kernel is, for messages

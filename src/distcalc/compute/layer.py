@@ -89,8 +89,7 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.compute.attention import (CP_SPLIT_ALLGATHER, CP_SPLIT_RING, CP_SPLIT_TORCH,
-                                        allgather_attention_times, attention_dropout_overhead,
+from distcalc.compute.attention import (CpSplit, allgather_attention_times, attention_dropout_overhead,
                                         flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
 from distcalc.compute.flops import ModelDims
@@ -163,7 +162,7 @@ def _gemm_fwd_bwd(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
 
 
 def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: ArrayLike, t: ArrayLike,
-                    cp: ArrayLike, flash: ArrayLike, cp_split: ArrayLike = CP_SPLIT_RING) -> tuple[ArrayLike, ArrayLike]:
+                    cp: ArrayLike, flash: ArrayLike, cp_split: ArrayLike = CpSplit.RING) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of the attention core (scores, softmax, dropout, values); in 16-bit
     precision also under FP8 training (``device.attention``). Fused attention under context parallelism runs
     as ``cp_split`` says (:mod:`distcalc.compute.attention`): the ring's kernels and merges, all-gather's two
@@ -191,18 +190,18 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
     one_f, one_b = flash_attention_times(device, batch, sq, np.multiply(s, band), d, dv, causal=True)
     q_elements = batch * sq * float(d)
     kv_elements = np.multiply(b, sq) * np.maximum(np.divide(dims.kv_heads, t), 1.0) * float(d)
-    split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), 0)
+    split = np.where(np.asarray(cp) > 1, np.asarray(cp_split), CpSplit.NONE)
     ring_f = ring_b = ag_f = ag_b = 0.0  # a split no configuration runs is not priced (np.where never picks it)
-    if (split == CP_SPLIT_RING).any():
+    if (split == CpSplit.RING).any():
         ring_f, ring_b = (band * x for x in ring_attention_times(device, batch, s, cp, d, dv, q_elements, kv_elements))
-    if (split == CP_SPLIT_ALLGATHER).any():
+    if (split == CpSplit.ALLGATHER).any():
         ag_f, ag_b = (band * x for x in allgather_attention_times(device, batch, s, cp, d, dv))
-    flash_fwd = np.where(split == CP_SPLIT_RING, ring_f, np.where(split == CP_SPLIT_ALLGATHER, ag_f, one_f))
-    flash_bwd = np.where(split == CP_SPLIT_RING, ring_b, np.where(split == CP_SPLIT_ALLGATHER, ag_b, one_b))
-    if np.any(split == CP_SPLIT_TORCH):  # PyTorch's ring CP and its eager merges (compute.torch_cp)
+    flash_fwd = np.where(split == CpSplit.RING, ring_f, np.where(split == CpSplit.ALLGATHER, ag_f, one_f))
+    flash_bwd = np.where(split == CpSplit.RING, ring_b, np.where(split == CpSplit.ALLGATHER, ag_b, one_b))
+    if np.any(split == CpSplit.TORCH):  # PyTorch's ring CP and its eager merges (compute.torch_cp)
         torch_cp = torch_ring_layer_times(dims, device, b, s, t, cp)
-        flash_fwd = np.where(split == CP_SPLIT_TORCH, torch_cp.forward_s, flash_fwd)
-        flash_bwd = np.where(split == CP_SPLIT_TORCH, torch_cp.backward_s, flash_bwd)
+        flash_fwd = np.where(split == CpSplit.TORCH, torch_cp.forward_s, flash_fwd)
+        flash_bwd = np.where(split == CpSplit.TORCH, torch_cp.backward_s, flash_bwd)
     if dims.attention_dropout:  # the kernel's in-kernel dropout (distcalc.compute.attention)
         slower = 1.0 + attention_dropout_overhead(device)
         flash_fwd, flash_bwd = flash_fwd * slower, flash_bwd * slower
@@ -213,10 +212,10 @@ def _attention_core(dims: ModelDims, device: DeviceCompute, b: ArrayLike, s: Arr
 def layer_times(dims: ModelDims, device: DeviceCompute, micro_batch: ArrayLike, seq_len: ArrayLike,
                 tp: ArrayLike, cp: ArrayLike = 1, sequence_parallel: ArrayLike = 0, recompute: ArrayLike = 0,
                 flash_attention: ArrayLike = 0, ep: ArrayLike = 1, moe: bool = False,
-                cp_split: ArrayLike = CP_SPLIT_RING, capacity_factor: ArrayLike = 1.0,
+                cp_split: ArrayLike = CpSplit.RING, capacity_factor: ArrayLike = 1.0,
                 router_kernels: tuple[int, int] | None = None) -> LayerTimes:
     """Compute time of one layer (dense, or MoE when ``moe``) for one micro-batch on one GPU; ``cp_split``:
-    how context parallelism splits the attention into kernels (``distcalc.compute.attention.CP_SPLIT_*``).
+    how context parallelism splits the attention into kernels (:class:`distcalc.compute.attention.CpSplit`).
     MoE: each local expert runs ``c·T·k·ep/E`` token slots (``c`` = ``capacity_factor``: padded to capacity, so
     the GEMMs and the permute move the padding too), and the router and permute kernels are
     :mod:`distcalc.compute.moe`'s (``router_kernels``: its (forward, backward) kernel counts)."""
