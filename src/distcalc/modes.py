@@ -79,10 +79,6 @@ _BY_CODE: dict[type, tuple[Any, ...]] = {
     cls: tuple(sorted(cls, key=lambda m: m.code)) for cls in (Recompute, Schedule)}
 assert all(tuple(m.code for m in members) == tuple(range(len(members))) for members in _BY_CODE.values())
 
-#: Schedules holding two chunks per device in a V (virtual stage j and 2p − 1 − j on device j).
-V_SHAPED_SCHEDULES = (Schedule.ZB_V.code, Schedule.DUALPIPEV.code)
-
-
 def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None:
     """Why schedule ``code`` cannot run ``pp`` stages with ``micro_batches`` micro-batches (None when it can):
     ZB-H2, ZB-V, DualPipe and DualPipeV need pp >= 2; DualPipe (two directions, half the micro-batches each)
@@ -101,4 +97,4 @@ def schedule_shape_problem(code: int, pp: int, micro_batches: int) -> str | None
     return None
 
 
-__all__ = ["CodedEnum", "Recompute", "Schedule", "V_SHAPED_SCHEDULES", "schedule_shape_problem"]
+__all__ = ["CodedEnum", "Recompute", "Schedule", "schedule_shape_problem"]

@@ -21,12 +21,13 @@ from pydantic import ConfigDict
 
 from distcalc.errors import ConfigError
 from distcalc.ops import SCALAR, float_array, scalar_inputs
-from distcalc.modes import (CodedEnum, Recompute, Schedule, V_SHAPED_SCHEDULES,  # noqa: F401 (re-exported)
+from distcalc.modes import (CodedEnum, Recompute, Schedule,  # noqa: F401 (re-exported)
                              schedule_shape_problem)
 from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
                                      uneven_fits)
 from distcalc.parallel_schema import ParallelFields, require_positive  # noqa: F401 (re-exported)
 from distcalc.precision import Precision  # noqa: F401 (re-exported)
+from distcalc.schedules import V_SHAPED_SCHEDULES
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec

@@ -40,13 +40,9 @@ from distcalc.memory.te_dummy_wgrad import dummy_wgrad_bytes
 from distcalc.memory.torch_cp import torch_cp_buffer_bytes
 from distcalc.software import TORCH_CP_ALGORITHMS, ContextParallelAlgorithm
 from distcalc.parallel import (
-    Schedule, V_SHAPED_SCHEDULES, chunk_layer_range, stage_layer_count, stage_layer_range,
+    Schedule, chunk_layer_range, stage_layer_count, stage_layer_range,
 )
-from distcalc.schedules import PARAMETER_COPIES
-
-#: Whether each schedule code is V-shaped (:data:`distcalc.parallel.V_SHAPED_SCHEDULES`), indexed by code: a
-#: lookup reads an array of codes in one indexing operation (``np.isin`` sorts its inputs on every call).
-_V_SHAPED = np.isin(np.arange(len(Schedule)), V_SHAPED_SCHEDULES)
+from distcalc.schedules import PARAMETER_COPIES, V_SHAPED
 
 STAGE_KEYS = (
     "layers", "moe_layers", "parameters", "layer_parameters", "weights_bytes", "gradients_bytes",
@@ -223,7 +219,7 @@ def _edges(terms: dict[str, object], stage):
     stage_f = np.asarray(stage, dtype=float)
     pp_f = terms["pp"]
     code = np.asarray(terms["schedule"])
-    v_shape, dual = _V_SHAPED[code], code == Schedule.DUALPIPE.code
+    v_shape, dual = V_SHAPED[code], code == Schedule.DUALPIPE.code
     ends = (stage_f == 0) | (stage_f == pp_f - 1)
     first = np.where(dual, ends, stage_f == 0)
     last = np.where(v_shape, stage_f == 0, np.where(dual, ends, stage_f == pp_f - 1))

@@ -20,7 +20,7 @@ from enum import Enum
 from typing import Callable, NamedTuple
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import Schedule, schedule_shape_problem
+from distcalc.modes import Schedule, schedule_shape_problem
 
 
 class PassKind(str, Enum):

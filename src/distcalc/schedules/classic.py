@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from distcalc.errors import ConfigError
-from distcalc.parallel import Schedule
+from distcalc.modes import Schedule
 from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, BW = PassKind.F, PassKind.BW

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from distcalc.parallel import Schedule
+from distcalc.modes import Schedule
 from distcalc.schedules.base import Op, Pass, PassKind, PipelineSchedule
 
 F, B, W, BW = PassKind.F, PassKind.B, PassKind.W, PassKind.BW

@@ -11,7 +11,7 @@ PP + 1 chunks = p + 1/2 stage units.
 
 from __future__ import annotations
 
-from distcalc.parallel import Schedule
+from distcalc.modes import Schedule
 from distcalc.schedules.base import Op, PipelineSchedule
 from distcalc.schedules.dualpipe import DualPipe, dual_order
 

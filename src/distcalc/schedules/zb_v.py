@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections import deque
 from functools import lru_cache
 
-from distcalc.parallel import Schedule
+from distcalc.modes import Schedule
 from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 

@@ -29,7 +29,7 @@ Both closed forms hold exactly for the executed order when ``T_W ≤ min(T_F, T_
 
 from __future__ import annotations
 
-from distcalc.parallel import Schedule
+from distcalc.modes import Schedule
 from distcalc.schedules.base import Op, PassKind, PipelineSchedule
 from distcalc.schedules.classic import one
 

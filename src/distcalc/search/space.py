@@ -54,6 +54,7 @@ from distcalc.parallel import Recompute, Schedule
 from distcalc.parallel_batch import field_values
 from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
                                      uneven_fits)
+from distcalc.schedules import V_SHAPED
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
@@ -87,7 +88,7 @@ SCHEDULE_ALIASES = {"zb-1p": "zb-h1"}
 ZERO_CHOICES = field_values("zero")
 _BUDGET_RULE = f"executed schedule: its plan has more than {EXECUTED_PASS_BUDGET} passes"
 _INTERLEAVED, _ONE_F_ONE_B, _ZERO_BUBBLE = Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code, Schedule.ZERO_BUBBLE.code
-_DUALPIPE, _DUALPIPEV, _ZB_V = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code, Schedule.ZB_V.code
+_DUALPIPE, _DUALPIPEV = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code
 INDEX_DTYPE = np.int64
 
 ConfigArrays = dict[str, np.ndarray]
@@ -326,7 +327,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     f.reject(RejectReason.INCOMPATIBLE, "dualpipe needs an even pp", (schedule == _DUALPIPE) & (pp % 2 != 0))
     # The split is derived: on exactly where the layers alone cannot be cut evenly.
     split_on = limits.num_layers % (pp * vpp) != 0
-    v_shape = (schedule == _ZB_V) | (schedule == _DUALPIPEV)  # two chunks per stage
+    v_shape = V_SHAPED[schedule]  # two chunks per stage (the registry's class flag)
     f.reject(RejectReason.DIVISIBILITY, "V-shaped: (num_layers [+2 split]) % (2*pp)",
              v_shape & ~layers_fit(limits.num_layers, pp, 2 * pp * vpp, split_on))
     columns = f.result()
@@ -352,7 +353,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
              dual & ((micro_batches < 2 * columns["pp"])
                      | ((columns["schedule"] == _DUALPIPE) & (micro_batches % 2 != 0))))
     sched = columns["schedule"]
-    chunks = np.where((sched == _ZB_V) | (sched == _DUALPIPEV), 2, 1)
+    chunks = np.where(V_SHAPED[sched], 2, 1)
     passes = 3 * chunks * columns["pp"] * micro_batches
     executed = Schedule.executed(sched)
     if choices.uneven:  # interleaved with uneven ends is executed too: F and BW per chunk
