@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distcalc.parallel import Recompute, Schedule
-from distcalc.schedules import BY_CODE, SCHEDULES
+from distcalc.schedules import BY_CODE, SCHEDULES, V_SHAPED, V_SHAPED_SCHEDULES
 from distcalc.search.readable import config_values
 from distcalc.search.space import CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES
 
@@ -43,6 +43,13 @@ def test_executed_schedules_are_the_ones_without_a_closed_form():
     assert set(DEFAULT_SCHEDULES) <= {m.value for m in Schedule}
     mask = Schedule.executed(np.array([m.code for m in Schedule]))
     assert mask.tolist() == [m.value in executed for m in Schedule]
+
+
+def test_v_shaped_schedules_are_the_registry_class_flags():
+    """One definition: the registry's per-code mask and code tuple are read from each class's ``v_shape``."""
+    assert V_SHAPED.tolist() == [BY_CODE[code].v_shape for code in range(len(Schedule))]
+    assert {Schedule.from_code(code).value for code in V_SHAPED_SCHEDULES} == {"zb-v", "dualpipev"}
+    assert V_SHAPED[np.array(V_SHAPED_SCHEDULES)].all() and V_SHAPED.sum() == len(V_SHAPED_SCHEDULES)
 
 
 def test_batch_fields_are_the_config_fields():
