@@ -52,6 +52,15 @@ def test_v_shaped_schedules_are_the_registry_class_flags():
     assert V_SHAPED[np.array(V_SHAPED_SCHEDULES)].all() and V_SHAPED.sum() == len(V_SHAPED_SCHEDULES)
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.sampled_from([m.code for m in Recompute]), min_size=1, max_size=8))
+def test_full_recompute_weight_is_one_exactly_on_full(codes):
+    weight = Recompute.full_weight(np.array(codes))
+    assert weight.dtype == np.float64 and weight.shape == (len(codes),)
+    assert weight.tolist() == [1.0 if code == Recompute.FULL.code else 0.0 for code in codes]
+    assert [Recompute.full_weight(code) for code in codes] == weight.tolist()
+
+
 def test_batch_fields_are_the_config_fields():
     from distcalc.parallel import ParallelConfig
     from distcalc.parallel_batch import BATCH_FIELDS, NOT_BATCH_FIELDS

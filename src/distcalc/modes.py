@@ -49,6 +49,14 @@ class Recompute(CodedEnum):
     FULL = ("full", 2)
     SELECTIVE_OP = ("selective-op", 3)
 
+    @staticmethod
+    def full_weight(code: ArrayLike) -> ArrayLike:
+        """1.0 where recompute ``code`` (int or NumPy array) is full recomputation, else 0.0: the weight of the
+        terms only full recomputation repeats — the layer's forward collectives and messages re-run in the
+        backward pass (Korthikanti et al. 2022 §5). Elementwise on an array (NumPy's own comparison, a float
+        array of the same shape)."""
+        return (code == Recompute.FULL.code) * 1.0
+
 
 class Schedule(CodedEnum):
     """Pipeline schedule: GPipe, 1F1B (PipeDream-Flush), interleaved 1F1B, zero-bubble (ZB-H1 by its closed

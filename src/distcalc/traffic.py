@@ -153,7 +153,7 @@ def tp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayL
     on = _present(tp)
     sp = np.where(np.asarray(sequence_parallel) != 0, 1.0, 0.0)
     no_sp = 1.0 - sp
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     on = on * np.divide(syncs, 2.0)
     tp_ = Dim.TP
     return [
@@ -278,7 +278,7 @@ def cp_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, kv_hidden: Arr
     steps = np.maximum(np.subtract(cp, 1), 0)
     q_block = np.divide(tokens * np.multiply(q_hidden, bytes_per_element), tp)
     kv_one = np.divide(tokens * np.multiply(kv_hidden, bytes_per_element), tp)
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     return [
         Message(Dim.CP, Comm.SEND_RECV, kv_block, on * ring * steps, Phase.FORWARD, True, "ring K,V pass"),
         Message(Dim.CP, Comm.SEND_RECV, kv_block, on * ring * 2 * steps, Phase.BACKWARD, True,
@@ -316,7 +316,7 @@ def ep_layer_messages(micro_batch: ArrayLike, seq_len: ArrayLike, hidden: ArrayL
     tokens = np.divide(np.multiply(micro_batch, seq_len), cp)
     tokens = np.where(sp > 0, np.divide(tokens, tp), tokens)
     m = tokens * np.multiply(np.multiply(top_k, capacity_factor), np.multiply(hidden, bytes_per_element))
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     m_probs = tokens * np.multiply(np.multiply(top_k, capacity_factor), bytes_per_element)
     dp = np.where(np.asarray(probs) != 0, 1.0, 0.0)
     return [

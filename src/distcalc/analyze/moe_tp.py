@@ -44,7 +44,7 @@ def moe_tp_messages(dense: list[Message], micro_batch: ArrayLike, seq_len: Array
                      m.overlappable, m.note) for m in dense]
     slots = activation_bytes(micro_batch, np.divide(seq_len, cp), hidden, bytes_per_element) * top_k * capacity_factor
     count = on * moe_fraction
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     tp_ = Dim.TP
     return mixed + [
         Message(tp_, Comm.ALL_GATHER, slots, count, Phase.FORWARD, note="expert TP AllGather of dispatched tokens"),

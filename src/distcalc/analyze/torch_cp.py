@@ -69,7 +69,7 @@ def torch_cp_messages(micro_batch: ArrayLike, seq_len: ArrayLike, sdpa_hidden: A
     tokens = np.divide(np.multiply(micro_batch, seq_len), cp)
     kv_block = np.divide(2.0 * tokens * np.multiply(sdpa_hidden, bytes_per_element), tp)
     grad_block = np.divide(2.0 * tokens * np.multiply(sdpa_hidden, GRAD_BUFFER_BYTES), tp)
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     steps = np.maximum(np.subtract(cp, 1), 0)
     if allgather:
         gathered = np.multiply(kv_block, cp)
@@ -119,7 +119,7 @@ def torch_cp_exposed_s(entries: list[tuple[Message, np.ndarray, Any]], times: To
         backward = (np.where(cp > 1, hidden_exposed_s(kv, times.first_backward_s, kappa), 0.0)
                     + middle * hidden_exposed_s(kv + grad, times.step_backward_s, kappa)
                     + np.where(cp > 1, hidden_exposed_s(grad, times.step_backward_s, kappa), 0.0) + grad)
-    full = np.where(np.asarray(recompute) == Recompute.FULL.code, 1.0, 0.0)
+    full = Recompute.full_weight(recompute)
     return forward, forward * (1.0 + full) + backward
 
 
