@@ -10,6 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from distcalc.errors import ConfigError
+from distcalc.modes import Schedule
 from distcalc.schedules import SCHEDULES, PassKind, PassTimes, execute, get_schedule, peak_in_flight
 
 NAMES = ["gpipe", "1f1b", "zb-h1", "zb-h2", "zb-2p", "zb-v", "dualpipe", "dualpipev"]
@@ -125,7 +126,11 @@ def test_invalid_shapes_raise(name, p, m):
 def test_registry_names():
     assert set(SCHEDULES) >= {"gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipe", "dualpipev"}
     assert SCHEDULES["zero-bubble"].plan(4, 8).orders == SCHEDULES["zb-h1"].plan(4, 8).orders
-    assert {s.code for s in SCHEDULES.values()} == set(range(10))
+    # one object per name, one name per code, the codes dense 0…n−1 and exactly the enum's: adding a schedule
+    # is one module and one registration, nothing here to recount
+    codes = {s.code for s in SCHEDULES.values()}
+    assert codes == set(range(len(SCHEDULES))) == {m.code for m in Schedule}
+    assert all(SCHEDULES[m.value].schedule is m for m in Schedule)
     with pytest.raises(ConfigError, match="valid"):
         get_schedule("nope")
 
