@@ -275,11 +275,10 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     stage_max += p2p_exposed
     stage_mean = r.mean_stage_s
     stage_mean += p2p_exposed
-    weight = r.stage_weight_grad_s if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
-    pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
     uneven = (flat["first_stage_layers"] > 0) | (flat["last_stage_layers"] > 0)
     executed = executed_mask(sch, uneven)
+    run = busiest = None
     if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
         mbu = u.micro_batch
         lps_mid = r.layers.middle
@@ -302,7 +301,6 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
             p2p_latency_s=r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0))
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven,
                                            busy=breakdown)
-        pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
     by_zero = inverse * 4 + zero
@@ -318,6 +316,12 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     if o.grad_accumulation_bytes_per_parameter:
         optimizer = optimizer + mf * r.grad_accumulate_s
     embedding_sync = r.embedding_sync_s
+    # the pipeline's closed form (ZB-H1: the weight-gradient passes fill the bubble), once, at the end; the
+    # executed schedules' run replaces it where they apply
+    weight = r.stage_weight_grad_s if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
+    pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
+    if run is not None:
+        pipeline = np.where(executed, run, pipeline)
     step = pipeline + dp_exposed
     step += embedding_sync
     step += optimizer
