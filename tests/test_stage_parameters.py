@@ -26,3 +26,23 @@ def test_untied_output_layer_counts_on_a_single_stage_only_once_split():
     two = float(stage_parameters(d, 1, 2, 1))
     assert one - 2 * two == pytest.approx(-(2 * max(d.embedding_parameters, d.lm_head_parameters))
                                           + d.embedding_parameters + d.lm_head_parameters, rel=1e-9)
+
+
+def test_batch_parameters_per_gpu_follow_each_rows_own_layer_split():
+    """The step model computes the stage layer split once per evaluation (analyze.core) and hands it to the DP
+    block: in a batch mixing even, embedding/loss-split and uneven-end pipelines, every configuration's
+    parameters per GPU are those of its own split (stage_parameters, which computes the split itself)."""
+    import numpy as np
+
+    from distcalc.analyze import evaluate_batch
+
+    d = model_dims(load_model("llama3-8b"))
+    rows = [  # (pp, account_for_embedding_and_loss, first_stage_layers, last_stage_layers)
+        (1, 0, 0, 0), (2, 0, 0, 0), (4, 0, 0, 0), (2, 1, 0, 0), (4, 0, 5, 0), (4, 0, 0, 8), (4, 0, 2, 3)]
+    pp, split, first, last = (np.array(col) for col in zip(*rows))
+    batch = {"tp": 2, "pp": pp, "dp": 2, "global_batch": 64, "micro_batch": 1, "seq_len": 4096,
+             "account_for_embedding_and_loss": split, "first_stage_layers": first, "last_stage_layers": last}
+    out = evaluate_batch("llama3-8b", "dgx-h100", batch, memory=False)
+    want = stage_parameters(d, 2, pp, 1, split, first, last)
+    assert np.asarray(out["parameters_per_gpu"]) == pytest.approx(want, rel=1e-12)
+    assert len(set(np.round(want).tolist())) >= 5  # the rows really differ

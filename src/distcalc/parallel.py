@@ -14,7 +14,7 @@ NumPy: the command line builds its options from them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from pydantic import ConfigDict
@@ -159,8 +159,17 @@ def pipeline_slots_offset(split: ArrayLike, pp: ArrayLike, xp: Any = np) -> Arra
     return xp.where(xp.asarray(pp) > 1, xp.asarray(split, dtype=np.int64), 0)
 
 
+class StageLayers(NamedTuple):
+    """Transformer layers per pipeline stage (:func:`stage_layer_split`): the first stage, a middle stage and
+    the last, each a float (array). Computed once per configuration and passed to whatever needs the split."""
+
+    first: Any
+    middle: Any
+    last: Any
+
+
 def stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike = 0, first: ArrayLike = 0,
-                      last: ArrayLike = 0) -> tuple[Any, Any, Any]:
+                      last: ArrayLike = 0) -> StageLayers:
     """(first, middle, last) transformer layers per stage, float arrays. Even: L/pp each; with ``split`` (the
     embedding and the loss a slot each) (L + 2)/pp in the middle and one fewer at both ends; with ``first``
     and/or ``last`` > 0 (Megatron-Core ``--decoder-first/last-pipeline-num-layers``, uneven stages) those
@@ -171,9 +180,9 @@ def stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike = 0, first: A
     one = scalar_inputs(pp, split, first, last)
     if one is not None:
         (pp_one, split_one, first_one, last_one), shape = one
-        return tuple(float_array(x, shape) for x in _stage_layer_split(  # type: ignore[return-value]
-            layers, pp_one, int(split_one), first_one, last_one, SCALAR))
-    return _stage_layer_split(layers, pp, split, first, last, np)
+        return StageLayers(*(float_array(x, shape) for x in _stage_layer_split(
+            layers, pp_one, int(split_one), first_one, last_one, SCALAR)))
+    return StageLayers(*_stage_layer_split(layers, pp, split, first, last, np))
 
 
 def _stage_layer_split(layers: int, pp: ArrayLike, split: ArrayLike, first: ArrayLike, last: ArrayLike,

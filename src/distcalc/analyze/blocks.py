@@ -35,7 +35,7 @@ from distcalc.compute import DeviceCompute, ModelDims, head_times, layer_times
 from distcalc.compute.attention import CpSplit
 from distcalc.compute.moe import router_kernel_counts
 from distcalc.model.blocks import tp_syncs_per_layer
-from distcalc.parallel import stage_layer_split
+from distcalc.parallel import StageLayers, stage_layer_split
 from distcalc.software import TORCH_CP_ALGORITHMS
 from distcalc.traffic import (Comm, Dim, Message, Phase, cp_layer_messages, dp_gradient_messages, ep_layer_messages,
                               pp_boundary_messages, tp_embedding_messages, tp_layer_messages)
@@ -44,6 +44,19 @@ from distcalc.variability import slowest_gpu_factor
 MICRO_KEY = ("micro_batch", "seq_len", "tp", "cp", "ep", "sequence_parallel", "recompute", "flash_attention", "gpus")
 BOUNDARY_KEY = ("micro_batch", "seq_len", "tp", "cp", "dp", "sequence_parallel", "pp_on")
 DP_KEY = ("tp", "pp", "dp", "cp", "ep", "account_for_embedding_and_loss", "first_stage_layers", "last_stage_layers")
+#: The columns that carry a :class:`~distcalc.parallel.StageLayers` (derived from the last four of
+#: :data:`DP_KEY`) into :func:`dp_block`, so the layer split is computed once per evaluation (analyze.core).
+STAGE_LAYER_COLUMNS = ("stage_layers_first", "stage_layers_middle", "stage_layers_last")
+
+
+def with_stage_layers(c: dict[str, np.ndarray], layers: StageLayers) -> dict[str, np.ndarray]:
+    """``c`` with the per-row stage layer split ``layers`` added as :data:`STAGE_LAYER_COLUMNS`."""
+    return {**c, **dict(zip(STAGE_LAYER_COLUMNS, layers))}
+
+
+def stage_layers_of(c: dict[str, np.ndarray]) -> StageLayers:
+    """The stage layer split that :func:`with_stage_layers` put in ``c``."""
+    return StageLayers(*(c[k] for k in STAGE_LAYER_COLUMNS))
 
 
 def _keys(c: dict[str, np.ndarray], o: AnalyzeOptions) -> dict[Dim, GroupKey]:
@@ -185,18 +198,18 @@ def stage_parameters(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, fi
     """Parameters per GPU of the largest stage: its layers (experts also split by EP) + embedding and/or head;
     with ``split`` (embedding and loss in the pipeline split) a middle stage's one more layer may be larger;
     with uneven ends (``first``/``last``) the larger end."""
-    dense, expert = stage_parameter_split(d, tp, pp, ep, split, first, last)
+    dense, expert = stage_parameter_split(d, tp, pp, ep, stage_layer_split(d.layers, pp, split, first, last))
     return dense + expert
 
 
-def stage_parameter_split(d: ModelDims, tp: Any, pp: Any, ep: Any, split: Any = 0, first: Any = 0,
-                          last: Any = 0) -> tuple[Any, Any]:
-    """(non-expert, routed-expert) parameters per GPU of the stage :func:`stage_parameters` picks: the
-    experts' share is that stage's layers × the mean routed-expert parameters of a layer / (t·ep)."""
+def stage_parameter_split(d: ModelDims, tp: Any, pp: Any, ep: Any, layers: StageLayers) -> tuple[Any, Any]:
+    """(non-expert, routed-expert) parameters per GPU of the stage :func:`stage_parameters` picks, the stages
+    holding ``layers`` (:func:`distcalc.parallel.stage_layer_split`): the experts' share is that stage's
+    layers × the mean routed-expert parameters of a layer / (t·ep)."""
     expert = d.expert_parameters_per_layer
     per_expert = expert / (np.asarray(tp, dtype=float) * ep)
     per_layer = (d.parameters_per_layer - expert) / tp + per_expert
-    lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, split, first, last)
+    lps_first, lps_mid, lps_last = layers
     end_layers = np.maximum(lps_first, lps_last)
     # one stage holds the input embedding and the output layer (the latter only when untied); a pipeline's
     # first stage holds the embedding and its last the output layer (Megatron keeps a copy of a tied
@@ -270,11 +283,10 @@ def dp_block(d: ModelDims, cluster: ClusterSpec, c: dict[str, np.ndarray], o: An
     """One instance of each DP message and the tied-embedding sync. Routed-expert gradients and parameters
     go over the expert-data-parallel group (:func:`expert_dp_key`) in their own collectives (Megatron-Core
     DDP keeps expert parameters in separate buffers reduced over that group), the rest over the DP group;
-    each message's time is the sum of the two."""
+    each message's time is the sum of the two. ``c`` carries the stage layer split (:func:`with_stage_layers`)."""
     keys = _keys(c, o)
     shape = c["tp"].shape
-    dense, expert = stage_parameter_split(d, c["tp"], c["pp"], c["ep"], c["account_for_embedding_and_loss"],
-                                          c["first_stage_layers"], c["last_stage_layers"])
+    dense, expert = stage_parameter_split(d, c["tp"], c["pp"], c["ep"], stage_layers_of(c))
     params = dense + expert
     ones = np.ones(shape)
     moe = d.expert_parameters_per_layer > 0

@@ -46,7 +46,7 @@ import numpy as np
 
 from distcalc.analyze.block_rows import key_table, run_block
 from distcalc.analyze.blocks import (BOUNDARY_KEY, DP_KEY, MICRO_KEY, boundary_block, dp_block, micro_batch_block,
-                                     stage_moe_layers)
+                                     stage_moe_layers, with_stage_layers)
 from distcalc.analyze.chained_optimizer import step_param_gather_passes
 from distcalc.analyze.comm import with_calibration
 from distcalc.analyze.executed import ExecutedTerms, executed_mask, executed_pipeline_s
@@ -85,16 +85,17 @@ def union_terms(d: ModelDims, device: DeviceCompute, cluster: ClusterSpec, u: di
     shape = u["tp"].shape
     u = {**u, "pp_on": (u["pp"] > 1).astype(np.int64), "gpus": u["tp"] * u["pp"] * u["dp"] * u["cp"]}
     memo: dict = {}  # group placements, built once for this evaluation
+    pp = u["pp"]
+    # layers per stage, once for every block: L/pp, or with the embedding and the loss taking a slot each
+    # (L + 2)/pp in the middle stages and one fewer on the first and the last (distcalc.parallel.stage_layer_count)
+    # (stage_layer_split; uneven ends: --first/--last-stage-layers, the rest shared by the other stages)
+    split = stage_layer_split(d.layers, pp, u["account_for_embedding_and_loss"], u["first_stage_layers"],
+                              u["last_stage_layers"])
+    lps_first, lps_mid, lps_last = split
+    layers = ByStage(lps_first, lps_mid, lps_last)
     mb = run_block(lambda sub: micro_batch_block(d, device, cluster, sub, o, memo), MICRO_KEY, u, shape)
     bd = run_block(lambda sub: boundary_block(d, cluster, sub, o, memo, activation_bytes=device.activation_bytes), BOUNDARY_KEY, u, shape)
-    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o, memo), DP_KEY, u, shape)
-    pp = u["pp"]
-    # layers per stage: L/pp, or with the embedding and the loss taking a slot each (L + 2)/pp in the middle
-    # stages and one fewer on the first and the last (distcalc.parallel.stage_layer_count)
-    # (stage_layer_split; uneven ends: --first/--last-stage-layers, the rest shared by the other stages)
-    lps_first, lps_mid, lps_last = stage_layer_split(d.layers, pp, u["account_for_embedding_and_loss"],
-                                                     u["first_stage_layers"], u["last_stage_layers"])
-    layers = ByStage(lps_first, lps_mid, lps_last)
+    dpb = run_block(lambda sub: dp_block(d, cluster, sub, o, memo), DP_KEY, with_stage_layers(u, split), shape)
     lps = d.layers / pp
     layer_comm = mb.tp_forward_s + mb.tp_backward_s + mb.tp_overlappable_exposed_s + mb.cp_exposed_s + mb.ep_all_s
     layer_forward = mb.forward_s + mb.tp_forward_s + mb.cp_forward_s + mb.ep_forward_s
@@ -275,11 +276,10 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     stage_max += p2p_exposed
     stage_mean = r.mean_stage_s
     stage_mean += p2p_exposed
-    weight = r.stage_weight_grad_s if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
-    pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
     m_stage_max = mf * stage_max
     uneven = (flat["first_stage_layers"] > 0) | (flat["last_stage_layers"] > 0)
     executed = executed_mask(sch, uneven)
+    run = busiest = None
     if executed.any():  # ZB-H2, ZB-V, DualPipe(V), uneven interleaved: run the schedule's plan with these times
         mbu = u.micro_batch
         lps_mid = r.layers.middle
@@ -302,7 +302,6 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
             p2p_latency_s=r.p2p_transfer_s * (1.0 if o.pipeline_p2p_overlap else 0.0))
         run, busiest = executed_pipeline_s(sch, pp, m, terms, np.where(sch == Schedule.INTERLEAVED.code, v, 1), uneven,
                                            busy=breakdown)
-        pipeline = np.where(executed, run, pipeline)
 
     # --- data parallel (counts per step as traffic.dp_gradient_messages), optimizer -------------------
     by_zero = inverse * 4 + zero
@@ -318,6 +317,12 @@ def evaluate(spec_dims: ModelDims, device: DeviceCompute, cluster: ClusterSpec, 
     if o.grad_accumulation_bytes_per_parameter:
         optimizer = optimizer + mf * r.grad_accumulate_s
     embedding_sync = r.embedding_sync_s
+    # the pipeline's closed form (ZB-H1: the weight-gradient passes fill the bubble), once, at the end; the
+    # executed schedules' run replaces it where they apply
+    weight = r.stage_weight_grad_s if (sch == Schedule.ZERO_BUBBLE.code).any() else 0.0
+    pipeline = pipeline_time_s(sch, pp, mf, v, stage_max, stage_mean, weight)
+    if run is not None:
+        pipeline = np.where(executed, run, pipeline)
     step = pipeline + dp_exposed
     step += embedding_sync
     step += optimizer
