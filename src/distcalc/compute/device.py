@@ -53,21 +53,25 @@ FLOPS comparison table"); all other shapes then follow from the quantisation ter
 figure (the best of a short sweep), so it sets the clock-unlimited main loop; the power limit above is
 what bounds sustained work. For FP8 the MAMF is scaled by the dtype's peak (the same main-loop fraction of
 peak); the FP8 power limit is measured on its own.
+
+Reading a GPU's ``compute.yaml`` entry (peaks per dtype, power limit, attention kernel) is
+:mod:`distcalc.compute.device_presets`; :func:`load_device` here builds the device from it.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
+from distcalc.compute.device_presets import (DropoutKernel, compute_preset_entry, compute_preset_names,  # noqa: F401
+                                             dropout_kernel, optional_float, parse_dropout_kernel, peak_for_dtype,
+                                             power_limit, training_precision)
 from distcalc.errors import ConfigError
 from distcalc.ops import SCALAR, float_array, scalar_inputs
 from distcalc.precision import Precision
-from distcalc.preset_files import read_presets
 
 ArrayLike = Any
 
@@ -273,43 +277,6 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
     return min(1.0, main_s / (measured_s - epilogue_s))
 
 
-@functools.lru_cache(maxsize=1)
-def _load_table() -> dict[str, Any]:
-    return read_presets("compute.yaml")
-
-
-def compute_preset_entry(name: str) -> dict[str, Any]:
-    """The ``presets/compute.yaml`` entry of a GPU preset ({} when it has none)."""
-    return dict(_load_table()["gpus"].get(name) or {})
-
-
-class DropoutKernel(str, Enum):
-    """The fused attention kernel whose in-kernel dropout overhead a GPU preset takes (``compute.yaml``
-    ``attention_dropout_kernel``: what TransformerEngine's ``DotProductAttention`` runs on it by default; the
-    overheads and their measurements are in :mod:`distcalc.compute.attention`)."""
-
-    FLASH2 = "flash2"
-    CUDNN_SM90 = "cudnn-sm90"
-    CUDNN_SM100 = "cudnn-sm100"
-
-
-def dropout_kernel(name: str) -> DropoutKernel | None:
-    """The ``attention_dropout_kernel`` of GPU preset ``name`` (None where it has none: not measured)."""
-    value = compute_preset_entry(name).get("attention_dropout_kernel")
-    if value is None:
-        return None
-    try:
-        return DropoutKernel(value)
-    except ValueError:
-        raise ConfigError(f"compute preset {name!r}: attention_dropout_kernel {value!r} is not valid; valid: "
-                          f"{', '.join(k.value for k in DropoutKernel)}") from None
-
-
-def compute_preset_names() -> list[str]:
-    """GPU names with compute-efficiency presets."""
-    return sorted(_load_table()["gpus"])
-
-
 def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
     """Build :class:`DeviceCompute` for a GPU (a :class:`distcalc.hardware.GpuSpec` or a preset name):
     peak FLOP/s and HBM from the GPU preset, the kernel-efficiency numbers from ``presets/compute.yaml``."""
@@ -317,22 +284,21 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         from distcalc.hardware import load_gpu
 
         gpu = load_gpu(gpu)
-    table = _load_table()
     name = getattr(gpu, "name", str(gpu))
-    entry = table["gpus"].get(name)
-    if entry is None:
-        raise ConfigError(f"no compute-efficiency preset for GPU {name!r}; known: {', '.join(sorted(table['gpus']))}")
-    peak = _peak_for_dtype(gpu, dtype)
+    entry = compute_preset_entry(name)
+    if not entry:
+        raise ConfigError(f"no compute-efficiency preset for GPU {name!r}; known: {', '.join(compute_preset_names())}")
+    peak = peak_for_dtype(gpu, dtype)
     hbm = float(gpu.hbm_bandwidth_bytes_per_s)
     mem_eff = float(entry["memory_efficiency"])
     sm = int(entry["sm_count"])
     l2 = float(entry["l2_bandwidth_bytes_per_s"])
-    mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / _peak_for_dtype(gpu, "bf16")
-    precision = _precision(dtype)
+    mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / peak_for_dtype(gpu, "bf16")
+    precision = training_precision(dtype)
     operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
     stream_k = bool(entry.get("stream_k_remainder", False))
-    dropout_kernel(name)  # refuses a preset naming no measured kernel
+    parse_dropout_kernel(name, entry.get("attention_dropout_kernel"))  # refuses a preset naming no measured kernel
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
                                      overlapped, stream_k)
     return DeviceCompute(
@@ -344,26 +310,12 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         operand_bytes=operand_bytes, epilogue_overlapped=overlapped, stream_k_remainder=stream_k,
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
-        power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
-        flash_mla_forward_efficiency=_optional_float(entry, "flash_mla_forward_efficiency"),
-        flash_mla_backward_efficiency=_optional_float(entry, "flash_mla_backward_efficiency"),
-        cross_entropy_hbm_efficiency=_optional_float(entry, "cross_entropy_hbm_efficiency"),
-        fused_cross_entropy_hbm_efficiency=_optional_float(entry, "fused_cross_entropy_hbm_efficiency"),
+        power_limited_flops_per_s=power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
+        flash_mla_forward_efficiency=optional_float(entry, "flash_mla_forward_efficiency"),
+        flash_mla_backward_efficiency=optional_float(entry, "flash_mla_backward_efficiency"),
+        cross_entropy_hbm_efficiency=optional_float(entry, "cross_entropy_hbm_efficiency"),
+        fused_cross_entropy_hbm_efficiency=optional_float(entry, "fused_cross_entropy_hbm_efficiency"),
     )
-
-
-def _optional_float(entry: dict[str, Any], key: str) -> float | None:
-    """``entry[key]`` as a float, None where the preset does not give it."""
-    value = entry.get(key)
-    return None if value is None else float(value)
-
-
-def _power_limit(entry: dict[str, Any], dtype: Any) -> float:
-    """Measured sustained FLOP/s for ``dtype`` (fp16 shares bf16's tensor-core rate); inf where unmeasured."""
-    limits = entry.get("power_limited_flops_per_s") or {}
-    key = str(getattr(dtype, "value", dtype)).lower()
-    value = limits.get(key, limits.get("bf16") if key == "fp16" else None)
-    return float(value) if value is not None else float("inf")
 
 
 def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
@@ -380,23 +332,3 @@ def main_grad_device(device: DeviceCompute, main_grad: Any) -> DeviceCompute:
     twin = device.attention
     return replace(device, wgrad_accumulate_bytes=accumulate,
                    attention=None if twin is None else replace(twin, wgrad_accumulate_bytes=accumulate))
-
-
-def _precision(dtype: Any) -> Precision:
-    """The :class:`~distcalc.parallel.Precision` of a dtype name (a training precision; others are refused)."""
-    try:
-        return Precision(str(getattr(dtype, "value", dtype)).lower())
-    except ValueError:
-        raise ConfigError(f"dtype {dtype!r} is not a training precision; valid: "
-                          f"{', '.join(p.value for p in Precision)}") from None
-
-
-def _peak_for_dtype(gpu: Any, dtype: str) -> float:
-    peaks = gpu.peak_flops_per_s
-    key = getattr(dtype, "value", dtype)
-    if isinstance(peaks, dict):
-        for candidate in (key, str(key).lower()):
-            if candidate in peaks:
-                return float(peaks[candidate])
-        raise ConfigError(f"GPU {gpu.name!r} has no peak FLOP/s for dtype {key!r}; known: {', '.join(peaks)}")
-    return float(peaks)
