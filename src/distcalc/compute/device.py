@@ -77,6 +77,9 @@ ArrayLike = Any
 
 #: Output tiles (tm, tn) that cuBLAS/CUTLASS tensor-core kernels use (CUTLASS sm80/sm90 default tiles).
 TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+#: bytes per C element of the MAMF benchmark's GEMM: the published table is measured in BF16 (compute.yaml
+#: ``mamf_bf16_flops_per_s``; Bekman, ml-engineering ``compute/accelerator/README.md``), so C is bf16
+MAMF_OUTPUT_BYTES = 2.0
 #: Tiles cuBLAS uses for problems that fill the GPU.
 LARGE_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256))
 
@@ -209,12 +212,16 @@ def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
 
 
 def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
-                in_bytes: ArrayLike | None = None, out_bytes: ArrayLike = 2) -> ArrayLike:
+                in_bytes: ArrayLike | None = None, out_bytes: ArrayLike | None = None) -> ArrayLike:
     """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty.
-    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8). One problem
+    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8), ``out_bytes`` per
+    C element to its ``activation_bytes`` (the GEMM writes an activation: TransformerEngine's FP8 GEMMs
+    output 16 bit, :attr:`distcalc.precision.Precision.activation_bytes`). One problem
     (every input a single number) is priced on Python numbers (:mod:`distcalc.ops`), the same formula."""
     if in_bytes is None:
         in_bytes = device.operand_bytes
+    if out_bytes is None:
+        out_bytes = device.activation_bytes
     one = scalar_inputs(batch, m, n, k, in_bytes, out_bytes)
     if one is not None:
         return float_array(_one_gemm_time_s(*one[0], device), one[1])
@@ -248,8 +255,8 @@ def _gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, in_
 
 
 def gemm_efficiency(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
-                    out_bytes: ArrayLike = 2) -> ArrayLike:
-    """Achieved fraction of peak: ``2·batch·m·n·k / (time · P)``."""
+                    out_bytes: ArrayLike | None = None) -> ArrayLike:
+    """Achieved fraction of peak: ``2·batch·m·n·k / (time · P)`` (``out_bytes`` as :func:`gemm_time_s`)."""
     flops = 2.0 * np.multiply(batch, np.multiply(np.multiply(m, n), k))
     return flops / (gemm_time_s(batch, m, n, k, device, out_bytes=out_bytes) * device.peak_flops_per_s)
 
@@ -269,7 +276,9 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
     when the main loop is the longer, which it is at any shape a MAMF sweep would pick.)"""
     m, n, k = shape
     measured_s = 2.0 * m * n * k / mamf_flops_per_s
-    epilogue_s = 0.0 if epilogue_overlapped else m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
+    # the MAMF sweep is a BF16 matmul: its C is written in 16 bit, whatever dtype the solved device trains in
+    epilogue_s = (0.0 if epilogue_overlapped
+                  else m * n * MAMF_OUTPUT_BYTES / (hbm_bandwidth_bytes_per_s * memory_efficiency))
     main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s, operand_bytes,
                                     stream_k=stream_k))
     if measured_s <= epilogue_s:
