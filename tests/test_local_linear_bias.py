@@ -8,7 +8,7 @@ import pytest
 
 from distcalc.analyze import AnalyzeOptions, ElementwiseKernels, analyze
 from distcalc.compute import load_device, model_dims
-from distcalc.compute.layer import LOCAL_BIAS_ADD_BYTES, LOCAL_BIAS_GRAD_BYTES, layer_times
+from distcalc.compute.layer import LOCAL_BIAS_ADD_ACCESSES, LOCAL_BIAS_GRAD_ACCESSES, layer_times
 from distcalc.model import load_model
 from distcalc.parallel import ParallelConfig
 
@@ -29,8 +29,9 @@ def test_biased_gpt_layer_moves_the_counted_bias_bytes(sp):
     stream = TOKENS * dims.hidden / (TP if sp else 1)
     qkv, fc1 = TOKENS * dims.qkv_width / TP, TOKENS * dims.ffn / TP
     bw, k = device.memory_bandwidth_bytes_per_s, device.kernel_overhead_s
-    forward = qkv * LOCAL_BIAS_ADD_BYTES / bw + k
-    backward = (qkv + fc1 + 2 * stream) * LOCAL_BIAS_GRAD_BYTES / bw + 4 * k
+    e = device.activation_bytes
+    forward = qkv * LOCAL_BIAS_ADD_ACCESSES * e / bw + k
+    backward = (qkv + fc1 + 2 * stream) * LOCAL_BIAS_GRAD_ACCESSES * e / bw + 4 * k
     assert float(local.forward_elementwise_s - fused.forward_elementwise_s) == pytest.approx(forward, rel=1e-9)
     assert float(local.backward_s - fused.backward_s) == pytest.approx(backward, rel=1e-9)
     # GEMMs are untouched

@@ -53,26 +53,33 @@ FLOPS comparison table"); all other shapes then follow from the quantisation ter
 figure (the best of a short sweep), so it sets the clock-unlimited main loop; the power limit above is
 what bounds sustained work. For FP8 the MAMF is scaled by the dtype's peak (the same main-loop fraction of
 peak); the FP8 power limit is measured on its own.
+
+Reading a GPU's ``compute.yaml`` entry (peaks per dtype, power limit, attention kernel) is
+:mod:`distcalc.compute.device_presets`; :func:`load_device` here builds the device from it.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, replace
-from enum import Enum
 from typing import Any
 
 import numpy as np
 
+from distcalc.compute.device_presets import (DropoutKernel, compute_preset_entry, compute_preset_names,  # noqa: F401
+                                             dropout_kernel, optional_float, parse_dropout_kernel, peak_for_dtype,
+                                             power_limit, training_precision)
 from distcalc.errors import ConfigError
 from distcalc.ops import SCALAR, float_array, scalar_inputs
 from distcalc.precision import Precision
-from distcalc.preset_files import read_presets
 
 ArrayLike = Any
 
 #: Output tiles (tm, tn) that cuBLAS/CUTLASS tensor-core kernels use (CUTLASS sm80/sm90 default tiles).
 TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256), (128, 128), (128, 64), (64, 128), (64, 64))
+#: bytes per C element of the MAMF benchmark's GEMM: the published table is measured in BF16 (compute.yaml
+#: ``mamf_bf16_flops_per_s``; Bekman, ml-engineering ``compute/accelerator/README.md``), so C is bf16
+MAMF_OUTPUT_BYTES = 2.0
 #: Tiles cuBLAS uses for problems that fill the GPU.
 LARGE_TILES: tuple[tuple[int, int], ...] = ((256, 128), (128, 256))
 
@@ -205,12 +212,16 @@ def _mainloop_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike,
 
 
 def gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
-                in_bytes: ArrayLike | None = None, out_bytes: ArrayLike = 2) -> ArrayLike:
+                in_bytes: ArrayLike | None = None, out_bytes: ArrayLike | None = None) -> ArrayLike:
     """Time of ``batch`` GEMMs ``[m×k]·[k×n]`` (see module docstring); 0 where the GEMM is empty.
-    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8). One problem
+    ``in_bytes`` per A/B element defaults to the device's ``operand_bytes`` (1 under FP8), ``out_bytes`` per
+    C element to its ``activation_bytes`` (the GEMM writes an activation: TransformerEngine's FP8 GEMMs
+    output 16 bit, :attr:`distcalc.precision.Precision.activation_bytes`). One problem
     (every input a single number) is priced on Python numbers (:mod:`distcalc.ops`), the same formula."""
     if in_bytes is None:
         in_bytes = device.operand_bytes
+    if out_bytes is None:
+        out_bytes = device.activation_bytes
     one = scalar_inputs(batch, m, n, k, in_bytes, out_bytes)
     if one is not None:
         return float_array(_one_gemm_time_s(*one[0], device), one[1])
@@ -244,8 +255,8 @@ def _gemm_time_s(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, in_
 
 
 def gemm_efficiency(batch: ArrayLike, m: ArrayLike, n: ArrayLike, k: ArrayLike, device: DeviceCompute,
-                    out_bytes: ArrayLike = 2) -> ArrayLike:
-    """Achieved fraction of peak: ``2·batch·m·n·k / (time · P)``."""
+                    out_bytes: ArrayLike | None = None) -> ArrayLike:
+    """Achieved fraction of peak: ``2·batch·m·n·k / (time · P)`` (``out_bytes`` as :func:`gemm_time_s`)."""
     flops = 2.0 * np.multiply(batch, np.multiply(np.multiply(m, n), k))
     return flops / (gemm_time_s(batch, m, n, k, device, out_bytes=out_bytes) * device.peak_flops_per_s)
 
@@ -265,49 +276,14 @@ def core_efficiency_from_mamf(mamf_flops_per_s: float, shape: tuple[int, int, in
     when the main loop is the longer, which it is at any shape a MAMF sweep would pick.)"""
     m, n, k = shape
     measured_s = 2.0 * m * n * k / mamf_flops_per_s
-    epilogue_s = 0.0 if epilogue_overlapped else m * n * 2.0 / (hbm_bandwidth_bytes_per_s * memory_efficiency)
+    # the MAMF sweep is a BF16 matmul: its C is written in 16 bit, whatever dtype the solved device trains in
+    epilogue_s = (0.0 if epilogue_overlapped
+                  else m * n * MAMF_OUTPUT_BYTES / (hbm_bandwidth_bytes_per_s * memory_efficiency))
     main_s = float(_mainloop_time_s(1, m, n, k, sm_count, peak_flops_per_s, l2_bandwidth_bytes_per_s, operand_bytes,
                                     stream_k=stream_k))
     if measured_s <= epilogue_s:
         raise ConfigError(f"MAMF {mamf_flops_per_s:.3g} FLOP/s is inconsistent with the HBM bandwidth")
     return min(1.0, main_s / (measured_s - epilogue_s))
-
-
-@functools.lru_cache(maxsize=1)
-def _load_table() -> dict[str, Any]:
-    return read_presets("compute.yaml")
-
-
-def compute_preset_entry(name: str) -> dict[str, Any]:
-    """The ``presets/compute.yaml`` entry of a GPU preset ({} when it has none)."""
-    return dict(_load_table()["gpus"].get(name) or {})
-
-
-class DropoutKernel(str, Enum):
-    """The fused attention kernel whose in-kernel dropout overhead a GPU preset takes (``compute.yaml``
-    ``attention_dropout_kernel``: what TransformerEngine's ``DotProductAttention`` runs on it by default; the
-    overheads and their measurements are in :mod:`distcalc.compute.attention`)."""
-
-    FLASH2 = "flash2"
-    CUDNN_SM90 = "cudnn-sm90"
-    CUDNN_SM100 = "cudnn-sm100"
-
-
-def dropout_kernel(name: str) -> DropoutKernel | None:
-    """The ``attention_dropout_kernel`` of GPU preset ``name`` (None where it has none: not measured)."""
-    value = compute_preset_entry(name).get("attention_dropout_kernel")
-    if value is None:
-        return None
-    try:
-        return DropoutKernel(value)
-    except ValueError:
-        raise ConfigError(f"compute preset {name!r}: attention_dropout_kernel {value!r} is not valid; valid: "
-                          f"{', '.join(k.value for k in DropoutKernel)}") from None
-
-
-def compute_preset_names() -> list[str]:
-    """GPU names with compute-efficiency presets."""
-    return sorted(_load_table()["gpus"])
 
 
 def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
@@ -317,22 +293,21 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         from distcalc.hardware import load_gpu
 
         gpu = load_gpu(gpu)
-    table = _load_table()
     name = getattr(gpu, "name", str(gpu))
-    entry = table["gpus"].get(name)
-    if entry is None:
-        raise ConfigError(f"no compute-efficiency preset for GPU {name!r}; known: {', '.join(sorted(table['gpus']))}")
-    peak = _peak_for_dtype(gpu, dtype)
+    entry = compute_preset_entry(name)
+    if not entry:
+        raise ConfigError(f"no compute-efficiency preset for GPU {name!r}; known: {', '.join(compute_preset_names())}")
+    peak = peak_for_dtype(gpu, dtype)
     hbm = float(gpu.hbm_bandwidth_bytes_per_s)
     mem_eff = float(entry["memory_efficiency"])
     sm = int(entry["sm_count"])
     l2 = float(entry["l2_bandwidth_bytes_per_s"])
-    mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / _peak_for_dtype(gpu, "bf16")
-    precision = _precision(dtype)
+    mamf = float(entry["mamf_bf16_flops_per_s"]) * peak / peak_for_dtype(gpu, "bf16")
+    precision = training_precision(dtype)
     operand_bytes = precision.operand_bytes
     overlapped = bool(entry.get("epilogue_overlapped", False))
     stream_k = bool(entry.get("stream_k_remainder", False))
-    dropout_kernel(name)  # refuses a preset naming no measured kernel
+    parse_dropout_kernel(name, entry.get("attention_dropout_kernel"))  # refuses a preset naming no measured kernel
     core = core_efficiency_from_mamf(mamf, tuple(entry["mamf_shape"]), peak, hbm, mem_eff, sm, l2, operand_bytes,
                                      overlapped, stream_k)
     return DeviceCompute(
@@ -344,26 +319,12 @@ def load_device(gpu: Any, dtype: str = "bf16") -> DeviceCompute:
         operand_bytes=operand_bytes, epilogue_overlapped=overlapped, stream_k_remainder=stream_k,
         attention=load_device(gpu, "bf16") if precision.low_precision else None,
         quantize_bytes_per_element=precision.quantize_bytes_per_element,
-        power_limited_flops_per_s=_power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
-        flash_mla_forward_efficiency=_optional_float(entry, "flash_mla_forward_efficiency"),
-        flash_mla_backward_efficiency=_optional_float(entry, "flash_mla_backward_efficiency"),
-        cross_entropy_hbm_efficiency=_optional_float(entry, "cross_entropy_hbm_efficiency"),
-        fused_cross_entropy_hbm_efficiency=_optional_float(entry, "fused_cross_entropy_hbm_efficiency"),
+        power_limited_flops_per_s=power_limit(entry, dtype), activation_bytes=precision.activation_bytes,
+        flash_mla_forward_efficiency=optional_float(entry, "flash_mla_forward_efficiency"),
+        flash_mla_backward_efficiency=optional_float(entry, "flash_mla_backward_efficiency"),
+        cross_entropy_hbm_efficiency=optional_float(entry, "cross_entropy_hbm_efficiency"),
+        fused_cross_entropy_hbm_efficiency=optional_float(entry, "fused_cross_entropy_hbm_efficiency"),
     )
-
-
-def _optional_float(entry: dict[str, Any], key: str) -> float | None:
-    """``entry[key]`` as a float, None where the preset does not give it."""
-    value = entry.get(key)
-    return None if value is None else float(value)
-
-
-def _power_limit(entry: dict[str, Any], dtype: Any) -> float:
-    """Measured sustained FLOP/s for ``dtype`` (fp16 shares bf16's tensor-core rate); inf where unmeasured."""
-    limits = entry.get("power_limited_flops_per_s") or {}
-    key = str(getattr(dtype, "value", dtype)).lower()
-    value = limits.get(key, limits.get("bf16") if key == "fp16" else None)
-    return float(value) if value is not None else float("inf")
 
 
 def sixteen_bit(device: DeviceCompute) -> DeviceCompute:
@@ -380,23 +341,3 @@ def main_grad_device(device: DeviceCompute, main_grad: Any) -> DeviceCompute:
     twin = device.attention
     return replace(device, wgrad_accumulate_bytes=accumulate,
                    attention=None if twin is None else replace(twin, wgrad_accumulate_bytes=accumulate))
-
-
-def _precision(dtype: Any) -> Precision:
-    """The :class:`~distcalc.parallel.Precision` of a dtype name (a training precision; others are refused)."""
-    try:
-        return Precision(str(getattr(dtype, "value", dtype)).lower())
-    except ValueError:
-        raise ConfigError(f"dtype {dtype!r} is not a training precision; valid: "
-                          f"{', '.join(p.value for p in Precision)}") from None
-
-
-def _peak_for_dtype(gpu: Any, dtype: str) -> float:
-    peaks = gpu.peak_flops_per_s
-    key = getattr(dtype, "value", dtype)
-    if isinstance(peaks, dict):
-        for candidate in (key, str(key).lower()):
-            if candidate in peaks:
-                return float(peaks[candidate])
-        raise ConfigError(f"GPU {gpu.name!r} has no peak FLOP/s for dtype {key!r}; known: {', '.join(peaks)}")
-    return float(peaks)

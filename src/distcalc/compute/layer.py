@@ -116,10 +116,11 @@ EAGER_RMSNORM_BYTES = (36.0, 60.0)
 EAGER_SWIGLU_BYTES = (10.0, 16.0)
 EAGER_ROPE_BYTES = 20.0
 EAGER_EXTRA_KERNELS = {"rmsnorm": 10, "swiglu": 1, "rope": 5}
-#: Megatron-LM local linears (module docstring): bytes per element of the unfused QKV bias add (read 2 +
-#: write 2) and of a bias-gradient reduction (read the 16-bit output gradient)
-LOCAL_BIAS_ADD_BYTES = 4.0
-LOCAL_BIAS_GRAD_BYTES = 2.0
+#: Megatron-LM local linears (module docstring): activation elements accessed per element of the unfused QKV
+#: bias add (read + write) and of a bias-gradient reduction (read the output gradient); bytes: times the
+#: configured dtype's ``device.activation_bytes`` (4 and 2 B in 16 bit)
+LOCAL_BIAS_ADD_ACCESSES = 2.0
+LOCAL_BIAS_GRAD_ACCESSES = 1.0
 #: ALiBi through ``baddbmm``'s C operand without FlashAttention (module docstring): the expanded copy of the
 #: bias into the scores (write 2 B) and cuBLAS reading it as C (2 B) per score element, forward
 ALIBI_SCORE_BYTES = 4.0
@@ -327,8 +328,9 @@ def local_bias_times(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike, 
               (dims.mlp_bias and not moe, stream)]
     grad_elements = sum((elements for biased, elements in widths if biased), start=0.0)
     grad_kernels = sum(1 for biased, _ in widths if biased)
-    add_f = elementwise_time_s(qkv * LOCAL_BIAS_ADD_BYTES, device, 1) if dims.qkv_bias else 0.0
-    grad_b = elementwise_time_s(grad_elements * LOCAL_BIAS_GRAD_BYTES, device, grad_kernels)
+    e = device.activation_bytes
+    add_f = elementwise_time_s(qkv * LOCAL_BIAS_ADD_ACCESSES * e, device, 1) if dims.qkv_bias else 0.0
+    grad_b = elementwise_time_s(grad_elements * LOCAL_BIAS_GRAD_ACCESSES * e, device, grad_kernels)
     return add_f, grad_b
 
 

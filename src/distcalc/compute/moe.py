@@ -34,8 +34,15 @@ Megatron-Core's all-to-all token dispatcher (``moe/token_dispatcher.py``, ``MoEA
   gathers each token's hidden vector into its ``k`` expert slots, the unpermute reads the ``k`` expert outputs
   back and writes their weighted sum. With ``C = k·c·T`` slots (``c`` the capacity factor; padded slots are
   moved too) the bytes are ``e·h·(3·C + T)`` each way (gather read + slot write, slot read + token write;
-  the backward passes are the same gather/scatter reversed). These indexed row copies run far below the
-  streaming bandwidth: :data:`PERMUTE_HBM_EFFICIENCY` of HBM, measured.
+  the backward passes are the same gather/scatter reversed). ``e`` is the bytes of an activation element
+  (:attr:`~distcalc.compute.device.DeviceCompute.activation_bytes`, the configured dtype's): the dispatcher
+  permutes, sorts and unpermutes the layer's ``hidden_states`` as they are, and under FP8 training the
+  quantisation to FP8 happens afterwards, inside the experts' TransformerEngine ``GroupedLinear``
+  (Megatron-LM 0014f13 ``moe/token_dispatcher.py``: ``dispatch_preprocess`` / ``dispatch_postprocess``
+  ``permute`` and ``sort_chunks_by_idxs`` the 16-bit hidden states, ``combine_postprocess`` ``unpermute`` the
+  experts' 16-bit outputs), so the permuted tokens are 16-bit in every recipe distcalc models.
+  These indexed row copies run far below the streaming bandwidth: :data:`PERMUTE_HBM_EFFICIENCY` of HBM,
+  measured.
 * **Sort by local expert** (``sort_chunks_by_idxs``, TE ``moe_sort_chunks_by_index``): with ``ep > 1`` and more
   than one local expert the received chunks (ordered by source rank) are re-ordered by expert before the
   grouped GEMM and back before the combine all-to-all: two copies of the ``C`` slots (read + write) each way,
@@ -74,9 +81,11 @@ FP32_BYTES = 4.0
 
 
 def permute_times(device: DeviceCompute, tokens: ArrayLike, top_k: int, hidden: int, capacity_factor: ArrayLike,
-                  ep: ArrayLike, local_experts: ArrayLike, act_bytes: float = 2.0) -> tuple[ArrayLike, ArrayLike]:
+                  ep: ArrayLike, local_experts: ArrayLike) -> tuple[ArrayLike, ArrayLike]:
     """(forward, backward) seconds of permute + unpermute and the local-expert sort of one MoE layer on a rank
-    holding ``tokens`` tokens (module docstring); the same bytes each way."""
+    holding ``tokens`` tokens (module docstring); the same bytes each way, ``device.activation_bytes`` per
+    element."""
+    act_bytes = device.activation_bytes
     tokens = np.asarray(tokens, dtype=float)
     slots = tokens * top_k * np.asarray(capacity_factor, dtype=float)
     te_bytes = act_bytes * hidden * (3.0 * slots + tokens)

@@ -15,12 +15,18 @@ Counted from the code the published runs used (torchtitan@3faaa1a ``torchtitan/m
   gradient-accumulation fusion reads and writes its fp32 ``main_grad`` (8 B).
 * **Gradient accumulation.** The norm output feeds three (attention) and two (MLP) linears, so autograd adds
   their input gradients: ``n − 1`` adds of the ``T × h`` gradient per consumer set (``InputBuffer::add``, in
-  place: read 2 + read 2 + write 2 = 6 B per element in 16 bit) — 3 adds per layer where the fused GEMM's
-  single input gradient needs none.
+  place: read two gradients, write one, :data:`GRAD_ADD_ACCESSES` = 3 elements of the activation dtype —
+  6 B in 16 bit) — 3 adds per layer where the fused GEMM's single input gradient needs none.
 * **GQA expansion** (``g < a``): ``repeat_kv`` (torchtitan: ``unsqueeze → expand → reshape``; fms:
   ``unsqueeze → expand → flatten``) cannot be a view, so keys and values are copied to ``a`` heads before
-  SDPA: read ``T·g·d/t`` and write ``T·a·d/t`` elements (2 B each) per tensor forward; backward the
-  expand's gradient sums them back (read ``T·a·d/t``, write ``T·g·d/t``).
+  SDPA: read ``T·g·d/t`` and write ``T·a·d/t`` elements per tensor forward; backward the expand's gradient
+  sums them back (read ``T·a·d/t``, write ``T·g·d/t``).
+
+Activation-sized tensors (the input-gradient adds, the key/value copies) move
+:attr:`~distcalc.compute.device.DeviceCompute.activation_bytes` per element, the configured dtype's (16-bit
+in every recipe: torchtitan's float8 training converts only the ``nn.Linear`` GEMMs, its keys and values stay
+the bf16 outputs of those linears); the weight gradient is the parameter dtype's, 16-bit whatever the GEMM
+precision (:data:`WGRAD_OUTPUT_BYTES`).
 
 These apply to Llama-style models (RMSNorm; GPT-style PyTorch code such as nanoGPT fuses its QKV linear,
 ``c_attn``); the 16-bit weight gradient to any PyTorch-native model. PyTorch's flash SDPA returns its output already laid out as (batch, sequence, heads, width), so the code's
@@ -39,12 +45,12 @@ from distcalc.compute.flops import ModelDims
 
 ArrayLike = Any
 
-#: bytes per weight-gradient element the backward GEMM writes: a new 16-bit ``param.grad`` (module docstring)
+#: bytes per weight-gradient element the backward GEMM writes: a new ``param.grad`` in FSDP's ``param_dtype``
+#: (bf16; module docstring) — the parameter dtype, deliberately not the activation dtype: parameters stay
+#: 16-bit in every recipe (:class:`distcalc.precision.Precision`)
 WGRAD_OUTPUT_BYTES = 2.0
-#: bytes per element of autograd's in-place gradient add (read two 16-bit gradients, write one)
-GRAD_ADD_BYTES = 6.0
-#: bytes per element moved by the GQA expansion copy (16-bit read of the source share + write of the copy)
-EXPAND_BYTES = 2.0
+#: activation elements accessed per element of autograd's in-place gradient add (read two gradients, write one)
+GRAD_ADD_ACCESSES = 3.0
 
 
 def separate_qkv(dims: ModelDims, tokens: ArrayLike, tp: ArrayLike) -> list[tuple[Any, Any, Any, Any]]:
@@ -67,13 +73,14 @@ def native_code_times(dims: ModelDims, device: DeviceCompute, tokens: ArrayLike,
     t = np.asarray(tp, dtype=float)
     adds = (2 if not dims.kv_lora_rank else 0) + (1 if dense_mlp and dims.gated else 0)
     stream = np.asarray(tokens, dtype=float) * dims.hidden  # the linears' input: the full hidden state
-    backward_bytes = adds * GRAD_ADD_BYTES * stream
+    act = device.activation_bytes
+    backward_bytes = adds * GRAD_ADD_ACCESSES * act * stream
     forward_bytes = 0.0 * stream
     copies = 0
     if not dims.kv_lora_rank and dims.kv_heads < dims.heads:
         per_tensor = np.asarray(tokens, dtype=float) * (dims.heads + dims.kv_heads) * dims.head_dim / t
-        forward_bytes = forward_bytes + 2 * EXPAND_BYTES * per_tensor  # keys and values
-        backward_bytes = backward_bytes + 2 * EXPAND_BYTES * per_tensor
+        forward_bytes = forward_bytes + 2 * act * per_tensor  # keys and values: one element access each
+        backward_bytes = backward_bytes + 2 * act * per_tensor
         copies = 2
     return (elementwise_time_s(forward_bytes, device, copies),
             elementwise_time_s(backward_bytes, device, adds + copies))

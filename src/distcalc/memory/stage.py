@@ -80,12 +80,13 @@ def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
     return total
 
 
-def _cp_buffers(dims: ModelDims, options: MemoryOptions, micro_batch, seq_len, tp, cp):
-    """PyTorch ring CP's buffers of one layer (:mod:`distcalc.memory.torch_cp`); 0 for the other algorithms."""
+def _cp_buffers(dims: ModelDims, options: MemoryOptions, micro_batch, seq_len, tp, cp, activation_bytes):
+    """PyTorch ring CP's buffers of one layer (:mod:`distcalc.memory.torch_cp`), ``activation_bytes`` per
+    key/value/output element; 0 for the other algorithms."""
     if options.cp_algorithm not in TORCH_CP_ALGORITHMS:
         return 0.0
     return torch_cp_buffer_bytes(dims, micro_batch, seq_len, tp, cp,
-                                 options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER)
+                                 options.cp_algorithm == ContextParallelAlgorithm.TORCH_ALLGATHER, activation_bytes)
 
 
 def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_parallel, recompute, micro_batch,
@@ -133,7 +134,8 @@ def config_terms(dims: ModelDims, *, tp, pp, dp, cp, ep, vpp, zero, sequence_par
         divisors=zero_divisors(zero, shard), expert_divisors=zero_divisors(zero, expert_shard),
         stored_dense=stored_dense, work_dense=work_dense, stored_moe=stored_moe, work_moe=work_moe,
         embedding_act=embedding_activation_bytes(dims, **act), output_act=hidden_out + logits, loss=loss,
-        score_buffer=score_buffer, cp_buffers=_cp_buffers(dims, options, micro_batch, seq_len, tp, cp),
+        score_buffer=score_buffer,
+        cp_buffers=_cp_buffers(dims, options, micro_batch, seq_len, tp, cp, activation_bytes),
         gather_dense=np.where(z3 & (shard > 1), 1.0, 0.0), gather_expert=np.where(z3 & (expert_shard > 1), 1.0, 0.0),
         options=options,
     )

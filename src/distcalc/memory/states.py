@@ -40,6 +40,9 @@ class Recipe(str, Enum):
     DEEPSPEED_BF16 = "deepspeed-bf16"
 
 
+#: the 16-bit model weights: parameters stay bf16/fp16 in every recipe, low-precision ones only add cached
+#: quantised copies (:class:`distcalc.precision.Precision`); not the activation dtype
+PARAMETER_BYTES = 2.0
 MASTER_BYTES_PER_PARAM = 4.0  # fp32 master weights
 ADAM_BYTES_PER_PARAM = 8.0  # fp32 first and second moments
 #: Gradient bytes per parameter of each recipe (module docstring).
@@ -49,7 +52,7 @@ GRADIENT_BYTES_PER_PARAM = {Recipe.MIXED: 4.0, Recipe.MIXED_16BIT_GRADS: 2.0, Re
 def bytes_per_parameter(recipe: Recipe, dtype: Precision = Precision.BF16) -> dict[str, float]:
     """Bytes per parameter of each model state before sharding: weights, gradients, optimizer (master +
     moments), and their total."""
-    weights = 2.0 + Precision(dtype).weight_cache_bytes_per_parameter
+    weights = PARAMETER_BYTES + Precision(dtype).weight_cache_bytes_per_parameter
     gradients = GRADIENT_BYTES_PER_PARAM[Recipe(recipe)]
     optimizer = MASTER_BYTES_PER_PARAM + ADAM_BYTES_PER_PARAM
     return {"weights": weights, "gradients": gradients, "optimizer": optimizer,

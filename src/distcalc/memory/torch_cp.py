@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from distcalc.model.dims import ModelDims
+from distcalc.precision import Precision
 
 ArrayLike = Any
 
@@ -31,9 +32,11 @@ FP32_GRADIENT_BYTES_PER_ELEMENT = 20.0
 
 
 def torch_cp_buffer_bytes(dims: ModelDims, micro_batch: ArrayLike, seq_len: ArrayLike, tp: ArrayLike,
-                          cp: ArrayLike, allgather: bool, element_bytes: float = 2.0) -> ArrayLike:
+                          cp: ArrayLike, allgather: bool,
+                          element_bytes: float = Precision.BF16.activation_bytes) -> ArrayLike:
     """Bytes per GPU PyTorch ring CP holds during one layer's attention backward (module docstring); 0 where
-    cp = 1."""
+    cp = 1. ``element_bytes``: per Q/K/V element, the configured dtype's activation bytes (SDPA runs 16-bit
+    in every recipe)."""
     cp = np.asarray(cp, dtype=float)
     elements = (np.multiply(micro_batch, np.divide(seq_len, cp)) * np.divide(dims.heads, np.asarray(tp, float))
                 * float(dims.head_dim))
