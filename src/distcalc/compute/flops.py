@@ -26,17 +26,31 @@ from typing import Any
 
 import numpy as np
 
-from distcalc.model.blocks import effective_key_length
 from distcalc.model.dims import ModelDims, model_dims  # noqa: F401  (re-exported by distcalc.compute)
 from distcalc.parallel import Recompute
 
 ArrayLike = Any
 
 
+def attended_pairs(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
+    """(query, key) pairs of one causal sequence: ``s²/2`` or ``s·w − w²/2`` when ``0 < w < s``
+    (``window`` 0 = no window; sliding-window attention, :mod:`distcalc.model.blocks`)."""
+    s = np.asarray(seq_len, dtype=float)
+    w = np.asarray(window, dtype=float)
+    banded = (w > 0) & (w < s)
+    return np.where(banded, s * w - w * w / 2.0, s * s / 2.0)
+
+
+def effective_key_length(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
+    """Keys per query in the MFU convention, ``2·pairs(s, w)/s``: s without a window, ``2w − w²/s`` with one."""
+    s = np.asarray(seq_len, dtype=float)
+    return 2.0 * attended_pairs(s, window) / s
+
+
 def attention_core_flops_per_token(dims: ModelDims, seq_len: ArrayLike) -> ArrayLike:
     """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``;
     with a sliding window w < s, s becomes the effective key length ``2w − w²/s``
-    (:func:`distcalc.model.blocks.effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
+    (:func:`effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
     keys = effective_key_length(seq_len, dims.sliding_window) if dims.sliding_window else seq_len
     return 2.0 * np.multiply(keys, dims.heads * (dims.head_dim + dims.v_head_dim))
 
