@@ -85,15 +85,15 @@ def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: Ar
     (Korthikanti App. A convention; nothing with flash attention, whose backward recomputes inside the
     kernel and is counted in neither), full (code 2) every layer's forward, op-level selective (code 3) the
     projections it recomputes (2 FLOPs per weight of
-    :attr:`~distcalc.model.dims.ModelDims.op_sac_recomputed_dense_weights` / ``_moe_weights``, counted once per
-    model from :mod:`distcalc.op_checkpoint`) and the attention core without flash."""
+    :attr:`~distcalc.model.dims.ModelDims.op_sac_dense` / ``op_sac_moe``, counted once per model by
+    :func:`distcalc.op_checkpoint.op_sac_layer`) and the attention core without flash."""
     core = dims.layers * attention_core_flops_per_token(dims, seq_len)
     layers_fwd = (dims.dense_layers * layer_gemm_flops_per_token(dims, False)
                   + dims.moe_layers * layer_gemm_flops_per_token(dims, True)) + core
     r = np.asarray(recompute)
     no_flash = np.where(np.asarray(flash_attention) != 0, 0.0, 1.0)
-    op_sac = (dims.dense_layers * (2.0 * dims.op_sac_recomputed_dense_weights)
-              + dims.moe_layers * (2.0 * dims.op_sac_recomputed_moe_weights)) + core * no_flash
+    op_sac = (dims.dense_layers * (2.0 * dims.op_sac_dense.recomputed_weights)
+              + dims.moe_layers * (2.0 * dims.op_sac_moe.recomputed_weights)) + core * no_flash
     return np.where(r == Recompute.FULL.code, layers_fwd,
                     np.where(r == Recompute.SELECTIVE.code, 3.0 * core * no_flash,
                              np.where(r == Recompute.SELECTIVE_OP.code, op_sac, 0.0)))

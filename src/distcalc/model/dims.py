@@ -23,7 +23,7 @@ from distcalc.model.params import (
     position_embedding_parameters,
 )
 from distcalc.model.spec import ModelSpec
-from distcalc.op_checkpoint import block_projections, op_sac_split
+from distcalc.op_checkpoint import OpSacSplit, op_sac_layer
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,10 +76,10 @@ class ModelDims:
     out_bias: bool = False  #: bias on the attention output projection
     mlp_bias: bool = False  #: biases on the MLP projections
     alibi: bool = False  #: ALiBi: a per-head linear bias added to the attention scores (Press et al. 2022)
-    #: weights (Σ out·in) of the projections op-level selective checkpointing recomputes in one dense / one MoE
-    #: layer (:func:`distcalc.op_checkpoint.op_sac_split`; an MoE layer's experts are not among them)
-    op_sac_recomputed_dense_weights: int = 0
-    op_sac_recomputed_moe_weights: int = 0
+    #: projections op-level selective checkpointing saves / recomputes in one dense and one MoE layer (an MoE
+    #: layer's experts are not among them; :mod:`distcalc.op_checkpoint`), fixed by the widths: built once here
+    op_sac_dense: OpSacSplit = OpSacSplit()
+    op_sac_moe: OpSacSplit = OpSacSplit()
 
     @property
     def dense_layers(self) -> int:
@@ -153,19 +153,14 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
         block_norms=spec.norms_per_layer, qkv_bias=bool(spec.attention_qkv_bias),
         out_bias=bool(spec.attention_out_bias), mlp_bias=bool(spec.mlp_bias), alibi=pos == "alibi",
-        op_sac_recomputed_dense_weights=_op_sac_recomputed_weights(spec, with_mlp=True),
-        op_sac_recomputed_moe_weights=_op_sac_recomputed_weights(spec, with_mlp=False),
+        op_sac_dense=_op_sac(spec, with_mlp=True), op_sac_moe=_op_sac(spec, with_mlp=False),
     )
 
 
-def _op_sac_recomputed_weights(spec: ModelSpec, with_mlp: bool) -> int:
-    """Σ out·in over the projections of one layer that op-level selective checkpointing recomputes (every second
-    ``aten.mm`` of the block, :mod:`distcalc.op_checkpoint`); ``with_mlp`` False for an MoE layer. Fixed by the
-    model's widths alone, so counted once here rather than at every FLOP count."""
-    projections = block_projections(spec.hidden_size, spec.num_attention_heads, spec.kv_heads_effective,
-                                    spec.qk_head_size, spec.v_head_size, spec.intermediate_size, spec.is_gated,
-                                    with_mlp=with_mlp)
-    return sum(p.out_width * p.in_width for p in op_sac_split(projections)[1])
+def _op_sac(spec: ModelSpec, with_mlp: bool) -> OpSacSplit:
+    """The op-level selective checkpoint split of one layer (``with_mlp`` False: an MoE layer)."""
+    return op_sac_layer(spec.hidden_size, spec.num_attention_heads, spec.kv_heads_effective, spec.qk_head_size,
+                        spec.v_head_size, spec.intermediate_size, spec.is_gated, with_mlp=with_mlp)
 
 
 __all__ = ["ModelDims", "model_dims"]
