@@ -12,12 +12,11 @@ from distcalc.analyze import AnalyzeOptions, analyze
 from distcalc.compute import model_dims as compute_dims
 from distcalc.compute import layer_times, model_flops_per_step
 from distcalc.compute.device import load_device
-from distcalc.compute.flops import attention_core_flops_per_token
+from distcalc.compute.flops import attended_pairs, attention_core_flops_per_token, effective_key_length
 from distcalc.errors import ConfigError
 from distcalc.memory.activations import layer_activation_bytes
 from distcalc.model.dims import model_dims as memory_dims
 from distcalc.model import ModelSpec, load_model
-from distcalc.model.blocks import attended_pairs, effective_key_length
 from distcalc.model.hf import spec_from_hf_config
 from distcalc.parallel import ParallelConfig
 from distcalc.traffic import tp_layer_messages

@@ -27,6 +27,19 @@ def test_llama_block_recomputes_wk_wo_w3():
     assert [p.name for p in gpt] == ["wk", "wo", "fc2"]
 
 
+def test_model_dims_carry_each_layer_kinds_split():
+    """The split counted once per model: a dense Llama layer recomputes wk, wo, w3; an MoE layer only the
+    attention's wk, wo (its experts are not ``aten.mm`` calls); the weights are Σ out·in of those."""
+    dense = memory_dims(load_model("llama3-8b"))
+    assert [p.name for p in dense.op_sac_dense.saved] == ["wq", "wv", "w1", "w2"]
+    assert [p.name for p in dense.op_sac_dense.recomputed] == ["wk", "wo", "w3"]
+    h, kv = dense.hidden, dense.kv_heads * dense.head_dim
+    assert dense.op_sac_dense.recomputed_weights == kv * h + h * h + dense.ffn * h
+    moe = memory_dims(load_model("mixtral-8x7b"))
+    assert [p.name for p in moe.op_sac_moe.recomputed] == ["wk", "wo"]
+    assert moe.op_sac_moe.recomputed_weights == moe.kv_heads * moe.head_dim * moe.hidden + moe.hidden * moe.hidden
+
+
 def test_recompute_time_is_the_recomputed_gemms_plus_forward_elementwise():
     dims = model_dims(load_model("llama3-8b"))
     device = load_device("a100-80gb")

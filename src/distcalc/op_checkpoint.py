@@ -58,3 +58,20 @@ def op_sac_split(projections: tuple[Projection, ...]) -> tuple[tuple[Projection,
     saved = tuple(p for i, p in enumerate(projections) if i % 2 == 0)
     recomputed = tuple(p for i, p in enumerate(projections) if i % 2 == 1)
     return saved, recomputed
+
+
+@dataclass(frozen=True)
+class OpSacSplit:
+    """One layer kind's projections under op-level selective checkpointing: those it saves, those it recomputes,
+    and the recomputed weights ``Σ out·in`` (2 forward FLOPs per token each)."""
+
+    saved: tuple[Projection, ...] = ()
+    recomputed: tuple[Projection, ...] = ()
+    recomputed_weights: int = 0
+
+
+def op_sac_layer(hidden: int, heads: int, kv_heads: int, qk_head: int, v_head: int, ffn: int, gated: bool,
+                 with_mlp: bool = True) -> OpSacSplit:
+    """The :class:`OpSacSplit` of one block (:func:`block_projections`, :func:`op_sac_split`)."""
+    saved, recomputed = op_sac_split(block_projections(hidden, heads, kv_heads, qk_head, v_head, ffn, gated, with_mlp))
+    return OpSacSplit(saved, recomputed, sum(p.out_width * p.in_width for p in recomputed))

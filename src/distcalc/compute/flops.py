@@ -22,23 +22,35 @@ MFU = F_model / (step_time · N_gpus · peak); HFU = F_hardware / (step_time · 
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
-from distcalc.model.blocks import effective_key_length
 from distcalc.model.dims import ModelDims, model_dims  # noqa: F401  (re-exported by distcalc.compute)
 from distcalc.parallel import Recompute
-from distcalc.op_checkpoint import block_projections, op_sac_split
 
 ArrayLike = Any
+
+
+def attended_pairs(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
+    """(query, key) pairs of one causal sequence: ``s²/2`` or ``s·w − w²/2`` when ``0 < w < s``
+    (``window`` 0 = no window; sliding-window attention, :mod:`distcalc.model.blocks`)."""
+    s = np.asarray(seq_len, dtype=float)
+    w = np.asarray(window, dtype=float)
+    banded = (w > 0) & (w < s)
+    return np.where(banded, s * w - w * w / 2.0, s * s / 2.0)
+
+
+def effective_key_length(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
+    """Keys per query in the MFU convention, ``2·pairs(s, w)/s``: s without a window, ``2w − w²/s`` with one."""
+    s = np.asarray(seq_len, dtype=float)
+    return 2.0 * attended_pairs(s, window) / s
 
 
 def attention_core_flops_per_token(dims: ModelDims, seq_len: ArrayLike) -> ArrayLike:
     """Forward FLOPs of QKᵀ and P·V per token, full s×s (Korthikanti convention): ``2·s·a·(d_qk + d_v)``;
     with a sliding window w < s, s becomes the effective key length ``2w − w²/s``
-    (:func:`distcalc.model.blocks.effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
+    (:func:`effective_key_length`: twice the attended pairs, as s is twice s²/2)."""
     keys = effective_key_length(seq_len, dims.sliding_window) if dims.sliding_window else seq_len
     return 2.0 * np.multiply(keys, dims.heads * (dims.head_dim + dims.v_head_dim))
 
@@ -72,26 +84,19 @@ def recompute_flops_per_token(dims: ModelDims, seq_len: ArrayLike, recompute: Ar
     """Recomputed forward FLOPs per token: selective (code 1) 3 × the attention core's forward FLOPs
     (Korthikanti App. A convention; nothing with flash attention, whose backward recomputes inside the
     kernel and is counted in neither), full (code 2) every layer's forward, op-level selective (code 3) the
-    projections it recomputes (:mod:`distcalc.op_checkpoint`) and the attention core without flash."""
+    projections it recomputes (2 FLOPs per weight of
+    :attr:`~distcalc.model.dims.ModelDims.op_sac_dense` / ``op_sac_moe``, counted once per model by
+    :func:`distcalc.op_checkpoint.op_sac_layer`) and the attention core without flash."""
     core = dims.layers * attention_core_flops_per_token(dims, seq_len)
     layers_fwd = (dims.dense_layers * layer_gemm_flops_per_token(dims, False)
                   + dims.moe_layers * layer_gemm_flops_per_token(dims, True)) + core
     r = np.asarray(recompute)
     no_flash = np.where(np.asarray(flash_attention) != 0, 0.0, 1.0)
-    op_sac = (dims.dense_layers * _op_sac_flops_per_token(dims, False)
-              + dims.moe_layers * _op_sac_flops_per_token(dims, True)) + core * no_flash
+    op_sac = (dims.dense_layers * (2.0 * dims.op_sac_dense.recomputed_weights)
+              + dims.moe_layers * (2.0 * dims.op_sac_moe.recomputed_weights)) + core * no_flash
     return np.where(r == Recompute.FULL.code, layers_fwd,
                     np.where(r == Recompute.SELECTIVE.code, 3.0 * core * no_flash,
                              np.where(r == Recompute.SELECTIVE_OP.code, op_sac, 0.0)))
-
-
-@lru_cache(maxsize=256)
-def _op_sac_flops_per_token(dims: ModelDims, moe: bool) -> float:
-    """Forward FLOPs per token of the projections op-level selective checkpointing recomputes in one layer (a
-    function of the model's frozen dimensions alone: remembered per model, bounded)."""
-    projections = block_projections(dims.hidden, dims.heads, dims.kv_heads, dims.head_dim, dims.v_head_dim,
-                                    dims.ffn, dims.gated, with_mlp=not moe)
-    return 2.0 * sum(p.out_width * p.in_width for p in op_sac_split(projections)[1])
 
 
 def hardware_flops_per_step(dims: ModelDims, global_batch: ArrayLike, seq_len: ArrayLike,

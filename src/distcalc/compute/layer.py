@@ -92,13 +92,12 @@ import numpy as np
 from distcalc.compute.attention import (CpSplit, allgather_attention_times, attention_dropout_overhead,
                                         flash_attention_times, ring_attention_times)
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, gemm_time_s, sixteen_bit
-from distcalc.compute.flops import ModelDims
+from distcalc.compute.flops import ModelDims, effective_key_length
 from distcalc.compute.grouped import expert_gemm_times
 from distcalc.compute.loss import (CE_BACKWARD_BYTES_PER_LOGIT, CE_FORWARD_BYTES_PER_LOGIT,  # noqa: F401 (re-export)
                                    CrossEntropyKernel, cross_entropy_times)
 from distcalc.compute.mla import qkv_projections
 from distcalc.compute.torch_cp import torch_ring_layer_times
-from distcalc.model.blocks import effective_key_length
 from distcalc.compute.moe import permute_times, router_times
 from distcalc.compute.pytorch_layer import WGRAD_OUTPUT_BYTES, native_code_times, separate_gate_up, separate_qkv
 from distcalc.op_checkpoint import block_projections, op_sac_split

@@ -48,8 +48,7 @@ import numpy as np
 
 from distcalc.compute.attention import flash_attention_times
 from distcalc.compute.device import DeviceCompute, elementwise_time_s, sixteen_bit
-from distcalc.compute.flops import ModelDims
-from distcalc.model.blocks import effective_key_length
+from distcalc.compute.flops import ModelDims, effective_key_length
 
 ArrayLike = Any
 

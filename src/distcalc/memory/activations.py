@@ -53,7 +53,6 @@ from __future__ import annotations
 import numpy as np
 
 from distcalc.model.dims import ModelDims
-from distcalc.op_checkpoint import block_projections, op_sac_split
 from distcalc.parallel import Precision, Recompute, Schedule
 from distcalc.memory.line_groups import representatives
 from distcalc.row_groups import lexicographic_codes
@@ -121,10 +120,8 @@ def _op_sac_saved_bytes(dims: ModelDims, moe, tokens, t, t_rep, flash, activatio
     """Bytes op-level selective checkpointing saves besides the block input: the saved projections' outputs
     (column-parallel split by t; row-parallel outputs, reduce-scattered under SP, by ``t_rep``) and, with
     flash attention, the SDPA output and fp32 log-sum-exp (module docstring)."""
-    projections = block_projections(int(dims.hidden), int(dims.heads), int(dims.kv_heads), int(dims.head_dim),
-                                    int(dims.v_head_dim), int(dims.ffn), dims.gated, with_mlp=not np.all(moe))
-    saved = sum(activation_bytes * tokens * p.out_width / (t_rep if p.row_parallel else t)
-                for p in op_sac_split(projections)[0])
+    split = dims.op_sac_moe if np.all(moe) else dims.op_sac_dense  # counted once per model (ModelDims)
+    saved = sum(activation_bytes * tokens * p.out_width / (t_rep if p.row_parallel else t) for p in split.saved)
     sdpa = tokens * dims.heads * (activation_bytes * dims.v_head_dim + FP32_BYTES) / t
     return saved + np.where(flash, sdpa, 0.0)
 

@@ -36,16 +36,12 @@ twice the causal pairs; with a window it counts twice the attended pairs, i.e. a
 kernels with a window (FlashAttention-2 ``window_size``, Dao 2023, v2.3; cuDNN / TransformerEngine
 ``window_size``) skip the key blocks outside the band, so their work is ``pairs(s, w)``; the unfused path
 computes and masks the whole ``s × s`` score matrix, so it saves nothing. Training memory is unchanged:
-flash stores per-query statistics, the unfused path the full scores either way.
+flash stores per-query statistics, the unfused path the full scores either way. The two counts are
+:func:`distcalc.compute.flops.attended_pairs` and :func:`distcalc.compute.flops.effective_key_length`, beside
+the FLOP counts that use them.
 """
 
 from __future__ import annotations
-
-from typing import Any
-
-import numpy as np
-
-ArrayLike = Any
 
 #: Megatron ``f``/``g`` synchronisation points per layer and pass: sequential blocks 2, parallel blocks 1
 SEQUENTIAL_TP_SYNCS = 2
@@ -55,18 +51,3 @@ PARALLEL_TP_SYNCS = 1
 def tp_syncs_per_layer(parallel_block: bool) -> int:
     """Tensor-parallel ``g`` (and ``f``) collectives per layer and pass (module docstring)."""
     return PARALLEL_TP_SYNCS if parallel_block else SEQUENTIAL_TP_SYNCS
-
-
-def attended_pairs(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
-    """(query, key) pairs of one causal sequence: ``s²/2`` or ``s·w − w²/2`` when ``0 < w < s``
-    (``window`` 0 = no window)."""
-    s = np.asarray(seq_len, dtype=float)
-    w = np.asarray(window, dtype=float)
-    banded = (w > 0) & (w < s)
-    return np.where(banded, s * w - w * w / 2.0, s * s / 2.0)
-
-
-def effective_key_length(seq_len: ArrayLike, window: ArrayLike) -> ArrayLike:
-    """Keys per query in the MFU convention, ``2·pairs(s, w)/s``: s without a window, ``2w − w²/s`` with one."""
-    s = np.asarray(seq_len, dtype=float)
-    return 2.0 * attended_pairs(s, window) / s

@@ -23,6 +23,7 @@ from distcalc.model.params import (
     position_embedding_parameters,
 )
 from distcalc.model.spec import ModelSpec
+from distcalc.op_checkpoint import OpSacSplit, op_sac_layer
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,6 +76,10 @@ class ModelDims:
     out_bias: bool = False  #: bias on the attention output projection
     mlp_bias: bool = False  #: biases on the MLP projections
     alibi: bool = False  #: ALiBi: a per-head linear bias added to the attention scores (Press et al. 2022)
+    #: projections op-level selective checkpointing saves / recomputes in one dense and one MoE layer (an MoE
+    #: layer's experts are not among them; :mod:`distcalc.op_checkpoint`), fixed by the widths: built once here
+    op_sac_dense: OpSacSplit = OpSacSplit()
+    op_sac_moe: OpSacSplit = OpSacSplit()
 
     @property
     def dense_layers(self) -> int:
@@ -148,7 +153,14 @@ def model_dims(spec: ModelSpec) -> ModelDims:
         sliding_window=int(spec.sliding_window or 0), parallel_block=spec.parallel_attn,
         block_norms=spec.norms_per_layer, qkv_bias=bool(spec.attention_qkv_bias),
         out_bias=bool(spec.attention_out_bias), mlp_bias=bool(spec.mlp_bias), alibi=pos == "alibi",
+        op_sac_dense=_op_sac(spec, with_mlp=True), op_sac_moe=_op_sac(spec, with_mlp=False),
     )
+
+
+def _op_sac(spec: ModelSpec, with_mlp: bool) -> OpSacSplit:
+    """The op-level selective checkpoint split of one layer (``with_mlp`` False: an MoE layer)."""
+    return op_sac_layer(spec.hidden_size, spec.num_attention_heads, spec.kv_heads_effective, spec.qk_head_size,
+                        spec.v_head_size, spec.intermediate_size, spec.is_gated, with_mlp=with_mlp)
 
 
 __all__ = ["ModelDims", "model_dims"]
