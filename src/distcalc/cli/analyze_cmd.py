@@ -16,6 +16,7 @@ from distcalc.cli.base import (EXIT_CODES_HELP, AllowOomOption, CalibrationOptio
                                GpuOption, GpuSpeedCvOption, handle_errors, run_body)
 from distcalc.cli.config_options import with_config_options
 from distcalc.cli.style import PanelCommand
+from distcalc.cli.topology_options import link_options
 from distcalc.run_file import DEFAULTS
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, DataParallelWrapper,
                                ElementwiseKernels, FsdpSharding, MainGradDtype)
@@ -23,6 +24,8 @@ from distcalc.gpu_speed_cv import DEFAULT_GPU_SPEED_CV
 
 
 M, C, P, B, S, X = "model", "cluster", "parallelism", "batch", "schedule", "output"
+#: The link overrides, as ``collective`` and ``simulate`` offer them (cli.topology_options), in the cluster panel.
+_LINKS = link_options(C, default="the cluster's")
 
 
 def _off_by_default(name: str, help_text: str) -> Any:
@@ -46,16 +49,11 @@ def register(app: typer.Typer) -> None:
         gpu: GpuOption = None,
         gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, help=(
             f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
-        gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
-                                                             "(overrides the cluster)")] = None,
-        intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "
-                                                               "direction, e.g. 300GB/s")] = None,
-        intra_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node α per step, "
-                                                             "e.g. 3us")] = None,
-        inter_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="per-NIC B per "
-                                                               "direction, e.g. 400Gbps")] = None,
-        inter_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="inter-node α per step, "
-                                                             "e.g. 6us")] = None,
+        gpus_per_node: _LINKS["gpus_per_node"] = None,
+        intra_bandwidth: _LINKS["intra_bandwidth"] = None,
+        intra_latency: _LINKS["intra_latency"] = None,
+        inter_bandwidth: _LINKS["inter_bandwidth"] = None,
+        inter_latency: _LINKS["inter_latency"] = None,
         order: Annotated[str, typer.Option(rich_help_panel=P, help="rank order, innermost first")] = "tp-cp-dp-pp",
         overlap_grad_reduce: Annotated[bool, typer.Option(
             "--overlap-grad-reduce/--no-overlap-grad-reduce", rich_help_panel=S, show_default=False,
