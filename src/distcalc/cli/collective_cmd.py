@@ -4,16 +4,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Any, Optional
 
 import typer
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
-from distcalc.cli.topology_options import (
-    BandwidthOption, GpusOption, GpusPerNodeOption, InNetworkReductionOption, InterBandwidthOption, InterLatencyOption,
-    IntraBandwidthOption, IntraLatencyOption, JsonTableOption, LatencyOption, OversubscriptionOption, ShapeOption,
-    TopologyOption, topology_option,
-)
+from distcalc.cli.topology_options import JsonTableOption, with_topology_options
 from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.jobs.collective import (
@@ -43,23 +39,10 @@ def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src
     plot_time_vs_size(sweep, series, path, title=f"{kind} on {topology_summary(topo)}", lower_bound_s=bound)
 
 
+@with_topology_options(after="kind", size="; or a range 1KiB..8GiB (powers of 2)",
+                       algorithm="; nccl: NCCL's own choice and time (needs --cluster)")
 def collective_command(
     kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
-    topology: TopologyOption = DEFAULTS["topology"],
-    gpus: GpusOption = DEFAULTS["gpus"],
-    size: Annotated[str, topology_option("size", "; or a range 1KiB..8GiB (powers of 2)")] = DEFAULTS["size"],
-    bandwidth: BandwidthOption = None,
-    latency: LatencyOption = None,
-    shape: ShapeOption = None,
-    gpus_per_node: GpusPerNodeOption = None,
-    intra_bandwidth: IntraBandwidthOption = None,
-    intra_latency: IntraLatencyOption = None,
-    inter_bandwidth: InterBandwidthOption = None,
-    inter_latency: InterLatencyOption = None,
-    algorithm: Annotated[str, topology_option(
-        "algorithm", "; nccl: NCCL's own choice and time (needs --cluster)")] = "auto",
-    in_network_reduction: InNetworkReductionOption = False,
-    oversubscription: OversubscriptionOption = 1.0,
     src: int = typer.Option(0, "--src", help="send-recv: source rank."),
     dst: int = typer.Option(1, "--dst", help="send-recv: destination rank."),
     json_output: JsonTableOption = False,
@@ -75,6 +58,7 @@ def collective_command(
     nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "
                                              "as NCCL_PROTO (LL,LL128,Simple)."),
     collnet: bool = typer.Option(False, "--collnet", help="--algorithm nccl: the fabric has SHARP (CollNet)."),
+    **topology: Any,  # --topology, --gpus, --size, links, --algorithm, …: cli.topology_options
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
@@ -82,7 +66,8 @@ def collective_command(
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
     kind_name = parse_collective_kind(kind)
-    check_topology_options(gpus, gpus_per_node, oversubscription)
+    gpus = topology["gpus"]
+    check_topology_options(gpus, topology["gpus_per_node"], topology["oversubscription"])
     if kind_name == SEND_RECV:
         check_send_recv(gpus, src, dst)
     elif gpus == 1:
@@ -90,7 +75,8 @@ def collective_command(
                           "bandwidths would be undefined)")
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
+    request = CollectiveRequest(**{k: v for k, v in {**locals(), **topology}.items()
+                                   if k in CollectiveRequest.model_fields})
     print_link_hardware(request, gpus, json_output)
     if is_nccl(request):
         _nccl_command(request, json_output)

@@ -3,18 +3,13 @@ simulator lives in :mod:`distcalc.simulate`, the text view in :mod:`distcalc.ren
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Any, Optional
 
 import typer
 
 from distcalc.cli.checks import check_ranges
 from distcalc.cli.collective_cmd import check_topology_options
-from distcalc.cli.topology_options import (
-    BandwidthOption, GpusOption, GpusPerNodeOption, InNetworkReductionOption, InterBandwidthOption, InterLatencyOption,
-    IntraBandwidthOption, IntraLatencyOption, JsonTableOption, LatencyOption, OversubscriptionOption, ShapeOption,
-    TopologyOption, topology_option,
-)
-from distcalc.topology_schema import DEFAULTS
+from distcalc.cli.topology_options import JsonTableOption, with_topology_options
 from distcalc.cli.common import ClusterOption, GpuOption, emit_json, handle_errors, print_link_hardware
 from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -22,22 +17,9 @@ from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
 from distcalc.render.tables.simulate import print_simulation
 
 
+@with_topology_options(after="kind")
 def simulate_command(
     kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
-    topology: TopologyOption = DEFAULTS["topology"],
-    gpus: GpusOption = DEFAULTS["gpus"],
-    size: Annotated[str, topology_option("size")] = DEFAULTS["size"],
-    bandwidth: BandwidthOption = None,
-    latency: LatencyOption = None,
-    shape: ShapeOption = None,
-    gpus_per_node: GpusPerNodeOption = None,
-    intra_bandwidth: IntraBandwidthOption = None,
-    intra_latency: IntraLatencyOption = None,
-    inter_bandwidth: InterBandwidthOption = None,
-    inter_latency: InterLatencyOption = None,
-    algorithm: Annotated[str, topology_option("algorithm")] = "auto",
-    in_network_reduction: InNetworkReductionOption = False,
-    oversubscription: OversubscriptionOption = 1.0,
     segments: Optional[int] = typer.Option(None, "--segments", min=1,
                                            help="Pipeline segments k for pipelined algorithms [default: chosen]."),
     elements: int = typer.Option(1, "--elements", min=1, help="Numbers per chunk in the executed buffers "
@@ -51,6 +33,7 @@ def simulate_command(
                                                             "per-step timeline."),
     cluster: ClusterOption = None,
     gpu: GpuOption = None,
+    **topology: Any,  # --topology, --gpus, --size, links, --algorithm, …: cli.topology_options
 ) -> None:
     """Execute the algorithm on simulated ranks, verify the result, route every transfer over the links and
     compare the simulated time with the analytic formula.
@@ -58,12 +41,14 @@ def simulate_command(
     Defaults as for `distcalc collective` (--topology switch --gpus 8 --size 1GiB --bandwidth 100GB/s
     --latency 5us). Big N: the executed data is --elements numbers per chunk; the timing uses the real size.
     """
-    check_topology_options(gpus, gpus_per_node, oversubscription, MAX_SIMULATED_GPUS)
+    gpus = topology["gpus"]
+    check_topology_options(gpus, topology["gpus_per_node"], topology["oversubscription"], MAX_SIMULATED_GPUS)
     check_ranges([("--elements", elements, 1, MAX_ELEMENTS), ("--segments", segments, 1, MAX_ELEMENTS),
                   ("--seed", seed, 0, 2**63 - 1)])
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    request = SimulateRequest(**{k: v for k, v in locals().items() if k in SimulateRequest.model_fields})
+    request = SimulateRequest(**{k: v for k, v in {**locals(), **topology}.items()
+                                 if k in SimulateRequest.model_fields})
     print_link_hardware(request, gpus, json_output)
     results, every = run_simulate(request, allow_files=True)
     if plot:

@@ -8,14 +8,17 @@ little more there (``collective --size`` also takes a range), and ``[default: â€
 for a default the topology chooses, or the command's own (``analyze``: the cluster's). The topology commands
 write their help as sentences (a final period) and let typer show a fixed default; ``analyze`` puts the links in
 its ``cluster`` panel. The option names are the field names with dashes; a field's default is the option's.
+``collective`` and ``simulate`` take them all with :func:`with_topology_options` (as ``**topology``),
+``analyze`` its links with :func:`link_options`.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from distcalc.cli.option_signature import insert_options
 from distcalc.topology_schema import TopologyFields
 
 
@@ -44,19 +47,18 @@ def annotated(name: str, extra: str = "", **kwargs: Any) -> Any:
     return Annotated[TopologyFields.model_fields[name].annotation, topology_option(name, extra, **kwargs)]
 
 
-TopologyOption = annotated("topology")
-GpusOption = annotated("gpus")
-BandwidthOption = annotated("bandwidth")
-LatencyOption = annotated("latency")
-ShapeOption = annotated("shape")
-GpusPerNodeOption = annotated("gpus_per_node", "; tree: GPUs per leaf, a divisor of N or a power of two")
-IntraBandwidthOption = annotated("intra_bandwidth")
-IntraLatencyOption = annotated("intra_latency")
-InterBandwidthOption = annotated("inter_bandwidth")
-InterLatencyOption = annotated("inter_latency")
-InNetworkReductionOption = annotated("in_network_reduction")
-OversubscriptionOption = annotated("oversubscription")
 JsonTableOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
+#: What the topology commands add to a field's help (the tree topology reads --gpus-per-node as GPUs per leaf).
+_TOPOLOGY_EXTRA = {"gpus_per_node": "; tree: GPUs per leaf, a divisor of N or a power of two"}
+
+
+def with_topology_options(after: str, **extra: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare every topology field but ``kind`` as an option of a command whose function takes them as
+    ``**topology``, right after its parameter ``after``, each defaulting to its field's default; ``extra``:
+    the command's addition to a field's help (``size="; or a range â€¦"``)."""
+    texts = {**_TOPOLOGY_EXTRA, **extra}
+    return insert_options(after, {name: (annotated(name, texts.get(name, "")), field.default)
+                                  for name, field in TopologyFields.model_fields.items() if name != "kind"})
 
 
 def link_options(panel: str, default: str) -> dict[str, Any]:
