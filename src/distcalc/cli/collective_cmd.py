@@ -9,8 +9,8 @@ from typing import Any, Optional
 import typer
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
-from distcalc.cli.topology_options import JsonTableOption, with_topology_options
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
+from distcalc.cli.topology_options import with_topology_options
+from distcalc.cli.common import ClusterOption, GpuOption, JsonOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.jobs.collective import (
     DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, run_collective,
@@ -45,7 +45,7 @@ def collective_command(
     kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
     src: int = typer.Option(0, "--src", help="send-recv: source rank."),
     dst: int = typer.Option(1, "--dst", help="send-recv: destination rank."),
-    json_output: JsonTableOption = False,
+    json_output: JsonOption = False,
     plot: Optional[str] = typer.Option(None, "--plot", help="Write time vs size per algorithm to FILE.png "
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
@@ -136,7 +136,7 @@ def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
 def topologies_command(
     gpus: int = typer.Option(64, "--gpus", help="N used to decide which algorithms are valid."),
     gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="g for hierarchical (GPUs per leaf for tree)."),
-    json_output: JsonTableOption = False,
+    json_output: JsonOption = False,
 ) -> None:
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
     check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))

@@ -19,6 +19,7 @@ import typer
 
 from distcalc.cli.option_signature import insert_options
 from distcalc.parallel_schema import ParallelFields
+from distcalc.run_file import DEFAULTS
 
 M, P, B, S = "model", "parallelism", "batch", "schedule"
 
@@ -113,4 +114,7 @@ def with_config_options(after: str) -> Callable[[Callable[..., Any]], Callable[.
 
 
 FirstStageOption = annotated_option("first_stage_layers")
+#: ``--gpus`` of ``analyze`` and ``memory`` (``search`` takes a list of counts).
+GpusOption = Annotated[Optional[int], config_option(
+    "gpus", P, default=f"{DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given")]
 LastStageOption = annotated_option("last_stage_layers")

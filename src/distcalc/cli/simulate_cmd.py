@@ -9,8 +9,8 @@ import typer
 
 from distcalc.cli.checks import check_ranges
 from distcalc.cli.collective_cmd import check_topology_options
-from distcalc.cli.topology_options import JsonTableOption, with_topology_options
-from distcalc.cli.common import ClusterOption, GpuOption, emit_json, handle_errors, print_link_hardware
+from distcalc.cli.topology_options import with_topology_options
+from distcalc.cli.common import ClusterOption, GpuOption, JsonOption, emit_json, handle_errors, print_link_hardware
 from distcalc.jobs.simulate import KINDS, SimulateRequest, run_simulate, simulate_payload
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
 from distcalc.simulate.budget import MAX_ELEMENTS, MAX_SIMULATED_GPUS
@@ -28,7 +28,7 @@ def simulate_command(
     mode: str = typer.Option("step", "--mode", help="Timing: step (synchronous steps: α + busiest link per "
                              "step) or event (chunk transfers as events per link, no step barrier: pipelined "
                              "schedules overlap)."),
-    json_output: JsonTableOption = False,
+    json_output: JsonOption = False,
     plot: Optional[str] = typer.Option(None, "--plot", help="Write FILE.png: link-load heatmap (mesh/torus) or "
                                                             "per-step timeline."),
     cluster: ClusterOption = None,

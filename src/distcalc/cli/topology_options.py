@@ -9,7 +9,7 @@ for a default the topology chooses, or the command's own (``analyze``: the clust
 write their help as sentences (a final period) and let typer show a fixed default; ``analyze`` puts the links in
 its ``cluster`` panel. The option names are the field names with dashes; a field's default is the option's.
 ``collective`` and ``simulate`` take them all with :func:`with_topology_options` (as ``**topology``),
-``analyze`` its links with :func:`link_options`.
+``analyze`` its links with :func:`with_link_options`.
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ def annotated(name: str, extra: str = "", **kwargs: Any) -> Any:
     return Annotated[TopologyFields.model_fields[name].annotation, topology_option(name, extra, **kwargs)]
 
 
-JsonTableOption = Annotated[bool, typer.Option("--json", help="Print one JSON object instead of a table.")]
 #: What the topology commands add to a field's help (the tree topology reads --gpus-per-node as GPUs per leaf).
 _TOPOLOGY_EXTRA = {"gpus_per_node": "; tree: GPUs per leaf, a divisor of N or a power of two"}
 
@@ -61,8 +60,10 @@ def with_topology_options(after: str, **extra: str) -> Callable[[Callable[..., A
                                   for name, field in TopologyFields.model_fields.items() if name != "kind"})
 
 
-def link_options(panel: str, default: str) -> dict[str, Any]:
-    """``analyze``'s link overrides (``--gpus-per-node``, ``--intra-*``, ``--inter-*``) in ``panel``, each with
-    the command's ``default`` text (the cluster's): ``{field: Annotated[...]}``."""
+def with_link_options(after: str, panel: str, default: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare the link overrides (``--gpus-per-node``, ``--intra-*``, ``--inter-*``) on a command whose function
+    takes them in its ``**kwargs`` (``analyze``), right after its parameter ``after``, in ``panel``, each with the
+    command's ``default`` text (the cluster's)."""
     names = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency")
-    return {name: annotated(name, panel=panel, default=default, show_default=False) for name in names}
+    return insert_options(after, {name: (annotated(name, panel=panel, default=default, show_default=False), None)
+                                  for name in names})
