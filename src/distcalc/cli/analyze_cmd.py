@@ -12,10 +12,11 @@ from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLi
                                         DsPersistenceOption, DsPrefetchBucketOption, DsReduceBucketOption,
                                         DsReuseDistanceOption, FsdpShardSizeOption, Zero3ImplOption)
 from distcalc.zero3_config import Zero3Impl
-from distcalc.cli.base import (EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption,
-                               GpuOption, GpuSpeedCvOption, handle_errors, run_body)
-from distcalc.cli.config_options import with_config_options
+from distcalc.cli.base import (EXIT_CODES_HELP, MODEL_HELP, AllowOomOption, CalibrationOption, ClusterOption,
+                               ConfigOption, GpuOption, GpuSpeedCvOption, PanelJsonOption, handle_errors, run_body)
+from distcalc.cli.config_options import GpusOption, with_config_options
 from distcalc.cli.style import PanelCommand
+from distcalc.cli.topology_options import with_link_options
 from distcalc.run_file import DEFAULTS
 from distcalc.software import (AttentionKernel, ContextParallelAlgorithm, CrossEntropyKernel, DataParallelWrapper,
                                ElementwiseKernels, FsdpSharding, MainGradDtype)
@@ -37,25 +38,14 @@ def register(app: typer.Typer) -> None:
     @app.command("analyze", cls=PanelCommand, epilog=EXIT_CODES_HELP)
     @handle_errors
     @with_config_options(after="gpus")
+    @with_link_options(after="gpus", panel=C, default="the cluster's")  # as collective and simulate offer them
     def analyze_command(
         ctx: typer.Context,
         model: Annotated[Optional[str], typer.Option(rich_help_panel=M, show_default=False, help=(
-            "model preset, config.json / YAML path, or a Hugging Face repo id in the local cache "
-            f"[default: {DEFAULTS.model}]"))] = None,
+            f"{MODEL_HELP} [default: {DEFAULTS.model}]"))] = None,
         cluster: ClusterOption = None,
         gpu: GpuOption = None,
-        gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, help=(
-            f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
-        gpus_per_node: Annotated[Optional[int], typer.Option(rich_help_panel=C, help="GPUs per node "
-                                                             "(overrides the cluster)")] = None,
-        intra_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node B per "
-                                                               "direction, e.g. 300GB/s")] = None,
-        intra_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="in-node α per step, "
-                                                             "e.g. 3us")] = None,
-        inter_bandwidth: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="per-NIC B per "
-                                                               "direction, e.g. 400Gbps")] = None,
-        inter_latency: Annotated[Optional[str], typer.Option(rich_help_panel=C, help="inter-node α per step, "
-                                                             "e.g. 6us")] = None,
+        gpus: GpusOption = None,
         order: Annotated[str, typer.Option(rich_help_panel=P, help="rank order, innermost first")] = "tp-cp-dp-pp",
         overlap_grad_reduce: Annotated[bool, typer.Option(
             "--overlap-grad-reduce/--no-overlap-grad-reduce", rich_help_panel=S, show_default=False,
@@ -137,7 +127,7 @@ def register(app: typer.Typer) -> None:
         ds_contiguous_gradients: DsContiguousOption = DS_DEFAULTS.contiguous_gradients,
         tokens: Annotated[Optional[float], typer.Option(rich_help_panel=B, help="token budget for "
                                                         "time-to-train (tokens), e.g. 15e12")] = None,
-        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        json_output: PanelJsonOption = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write the breakdown + pipeline "
                                                      "timeline (PNG)")] = None,
         calibration: CalibrationOption = None,
@@ -147,7 +137,7 @@ def register(app: typer.Typer) -> None:
                  "tuning model per group (opt-in)")] = "alpha-beta",
         allow_oom: AllowOomOption = False,
         config: ConfigOption = None,
-        **config_options: Any,  # tp, pp, …, last_stage_layers: cli.config_options.CONFIG_OPTIONS
+        **config_options: Any,  # tp, pp, …: cli.config_options.CONFIG_OPTIONS; links: cli.topology_options
     ) -> None:
         """Predict the training step time, MFU and HFU, and show where the time goes.
 

@@ -104,6 +104,19 @@ CalibrationOption = Annotated[Optional[Path], typer.Option(
 AllowOomOption = Annotated[bool, typer.Option(
     "--allow-oom", rich_help_panel="output",
     help="exit 0 even when the configuration does not fit in GPU memory (the report still says so first)")]
+#: What ``--model`` accepts (``analyze``, ``memory``, ``search``).
+MODEL_HELP = "model preset, config.json / YAML path, or a Hugging Face repo id in the local cache"
+ModelOption = Annotated[str, typer.Option(rich_help_panel="model", help=MODEL_HELP)]
+
+
+def json_option(panel: Optional[str] = None) -> Any:
+    """Every command's ``--json`` switch (``panel``: the rich help panel of a command that groups its options)."""
+    return Annotated[bool, typer.Option("--json", rich_help_panel=panel, help="print one JSON object")]
+
+
+#: ``--json`` of a command whose options are not grouped in panels, and of one whose are (the output panel).
+JsonOption = json_option()
+PanelJsonOption = json_option("output")
 
 def request_values(ctx: typer.Context, config: Optional[Path]) -> tuple[dict[str, Any], dict[str, str]]:
     """The command's parameter values with a run file's (``--config``) under the command line's, and where each

@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from distcalc.cli.checks import (
     MAX_LOCAL_RANKS, MAX_REPEATS, MAX_TIMEOUT_S, check_float, check_host_memory, check_ranges,
 )
-from distcalc.cli.common import console, emit_json, error_console, handle_errors
+from distcalc.cli.common import JsonOption, console, emit_json, error_console, handle_errors
 from distcalc.errors import BenchError
 from distcalc.inputs import excerpt
 from distcalc.outputs import PLOT_SUFFIXES, check_output_path
@@ -26,11 +26,11 @@ from distcalc.render.tables.bench import print_bench_collectives, print_bench_ge
 bench_app = typer.Typer(help="Measure real collectives, GEMMs and training steps with torch.distributed.",
                         no_args_is_help=True)
 
-JsonOption = Annotated[bool, typer.Option("--json", help="print one JSON object on stdout")]
 OutputOption = Annotated[Optional[str], typer.Option(help="result file (default bench-<theme>-<host>-<date>.json)")]
 NprocOption = Annotated[Optional[int], typer.Option(help="spawn N local ranks (default: torchrun's, else 2)")]
 TimeoutOption = Annotated[float, typer.Option(help="seconds without progress (start-up included) before a run is "
                                                     "declared hung")]
+FfnOption = Annotated[Optional[int], typer.Option(help="MLP width (default 4h)")]
 BackendOption = Annotated[str, typer.Option(help="auto (nccl with CUDA, else gloo), gloo or nccl")]
 
 
@@ -164,7 +164,7 @@ def training_command(
     nproc: NprocOption = None,
     hidden: Annotated[int, typer.Option(help="h")] = 64,
     heads: Annotated[int, typer.Option(help="attention heads")] = 4,
-    ffn: Annotated[Optional[int], typer.Option(help="MLP width (default 4h)")] = None,
+    ffn: FfnOption = None,
     layers: Annotated[int, typer.Option(help="transformer layers (all stages)")] = 4,
     micro_batch: Annotated[int, typer.Option(help="sequences per micro-batch")] = 2,
     seq_len: Annotated[int, typer.Option(help="tokens per sequence")] = 32,
@@ -226,7 +226,7 @@ def training_command(
 def gemm_command(
     model: Annotated[Optional[str], typer.Option(help="model preset or config.json for the layer shapes")] = None,
     hidden: Annotated[int, typer.Option(help="h (without --model)")] = 1024,
-    ffn: Annotated[Optional[int], typer.Option(help="MLP width (default 4h)")] = None,
+    ffn: FfnOption = None,
     heads: Annotated[int, typer.Option(help="attention heads (without --model)")] = 16,
     vocab: Annotated[int, typer.Option(help="vocabulary for the logits GEMM (0 = skip)")] = 0,
     tp: Annotated[int, typer.Option(help="tensor-parallel degree dividing the split dimension")] = 1,

@@ -8,8 +8,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from distcalc.cli.bench_cmd import JsonOption
-from distcalc.cli.common import console, emit_json, handle_errors
+from distcalc.cli.common import JsonOption, console, emit_json, handle_errors
 from distcalc.errors import BenchError
 from distcalc.outputs import check_output_path
 from distcalc.render.tables.calibrate import print_calibration

@@ -9,7 +9,8 @@ from typing import Any, Optional
 import typer
 
 from distcalc.cli.checks import MAX_GPUS, check_float, check_ranges, gpu_rules
-from distcalc.cli.common import ClusterOption, GpuOption, console, emit_json, handle_errors, print_link_hardware
+from distcalc.cli.topology_options import with_topology_options
+from distcalc.cli.common import ClusterOption, GpuOption, JsonOption, console, emit_json, handle_errors, print_link_hardware
 from distcalc.collective import Algorithm, CollectiveKind, lower_bound, valid_algorithms
 from distcalc.jobs.collective import (
     DEFAULTS, KINDS, CollectiveRequest, collective_payload, parse_collective_kind, records, run_collective,
@@ -38,36 +39,13 @@ def _plot(path: str, kind: str, sizes: list, topo: Topology, algorithm: Any, src
     plot_time_vs_size(sweep, series, path, title=f"{kind} on {topology_summary(topo)}", lower_bound_s=bound)
 
 
+@with_topology_options(after="kind", size="; or a range 1KiB..8GiB (powers of 2)",
+                       algorithm="; nccl: NCCL's own choice and time (needs --cluster)")
 def collective_command(
     kind: str = typer.Argument(..., help=f"Collective: {', '.join(KINDS)}."),
-    topology: str = typer.Option(DEFAULTS["topology"], "--topology",
-                                 help="ring, tree, hierarchical, switch, mesh or torus."),
-    gpus: int = typer.Option(DEFAULTS["gpus"], "--gpus", help="Number of GPUs (ranks) N."),
-    size: str = typer.Option(DEFAULTS["size"], "--size",
-                             help="Size M (NCCL convention), e.g. 1GiB, 256MB; or a range 1KiB..8GiB (powers of 2)."),
-    bandwidth: Optional[str] = typer.Option(None, "--bandwidth",
-                                            help="Per-link per-direction bandwidth B [default: 100GB/s]."),
-    latency: Optional[str] = typer.Option(None, "--latency", help="Per-step latency α [default: 5us]."),
-    shape: Optional[str] = typer.Option(None, "--shape", help="Mesh/torus shape, e.g. 8x8 or 4x4x4 "
-                                        "[default: most-square 2D]."),
-    gpus_per_node: Optional[int] = typer.Option(None, "--gpus-per-node",
-                                                help="Hierarchical: GPUs per node g [default: 8]; tree: GPUs "
-                                                     "per leaf, a divisor of N or a power of two [default: N if "
-                                                     "N <= 32, else 32 with a partly filled last leaf]."),
-    intra_bandwidth: Optional[str] = typer.Option(None, "--intra-bandwidth",
-                                                  help="Hierarchical NVLink B1 per GPU [default: 450GB/s]."),
-    intra_latency: Optional[str] = typer.Option(None, "--intra-latency", help="Hierarchical α1 [default: 1us]."),
-    inter_bandwidth: Optional[str] = typer.Option(None, "--inter-bandwidth",
-                                                  help="Hierarchical NIC B2 per GPU [default: 50GB/s]."),
-    inter_latency: Optional[str] = typer.Option(None, "--inter-latency", help="Hierarchical α2 [default: 5us]."),
-    algorithm: str = typer.Option("auto", "--algorithm", help="Algorithm name, auto (fastest), all, or nccl "
-                                  "(NCCL's own choice and time; needs --cluster)."),
-    in_network_reduction: bool = typer.Option(False, "--in-network-reduction",
-                                              help="Switch with in-network reduction (NVLS/SHARP)."),
-    oversubscription: float = typer.Option(1.0, "--oversubscription", help="Tree: leaf uplink oversubscription s:1."),
     src: int = typer.Option(0, "--src", help="send-recv: source rank."),
     dst: int = typer.Option(1, "--dst", help="send-recv: destination rank."),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    json_output: JsonOption = False,
     plot: Optional[str] = typer.Option(None, "--plot", help="Write time vs size per algorithm to FILE.png "
                                        f"(single size: sweep {DEFAULTS['plot_sweep']})."),
     calibration: Optional[str] = typer.Option(None, "--calibration", help="Calibration file from `distcalc "
@@ -80,6 +58,7 @@ def collective_command(
     nccl_proto: Optional[str] = typer.Option(None, "--nccl-proto", help="--algorithm nccl: allowed protocols "
                                              "as NCCL_PROTO (LL,LL128,Simple)."),
     collnet: bool = typer.Option(False, "--collnet", help="--algorithm nccl: the fabric has SHARP (CollNet)."),
+    **topology: Any,  # --topology, --gpus, --size, links, --algorithm, …: cli.topology_options
 ) -> None:
     """Cost of one collective (α-β model): time, latency and bandwidth terms, steps, bytes sent per GPU.
 
@@ -87,7 +66,8 @@ def collective_command(
     --intra-bandwidth 450GB/s --intra-latency 1us --inter-bandwidth 50GB/s --inter-latency 5us, 8 GPUs/node.
     """
     kind_name = parse_collective_kind(kind)
-    check_topology_options(gpus, gpus_per_node, oversubscription)
+    gpus = topology["gpus"]
+    check_topology_options(gpus, topology["gpus_per_node"], topology["oversubscription"])
     if kind_name == SEND_RECV:
         check_send_recv(gpus, src, dst)
     elif gpus == 1:
@@ -95,7 +75,8 @@ def collective_command(
                           "bandwidths would be undefined)")
     if plot:
         check_output_path(plot, "--plot", PLOT_SUFFIXES)
-    request = CollectiveRequest(**{k: v for k, v in locals().items() if k in CollectiveRequest.model_fields})
+    request = CollectiveRequest(**{k: v for k, v in {**locals(), **topology}.items()
+                                   if k in CollectiveRequest.model_fields})
     print_link_hardware(request, gpus, json_output)
     if is_nccl(request):
         _nccl_command(request, json_output)
@@ -155,7 +136,7 @@ def _nccl_command(request: CollectiveRequest, json_output: bool) -> None:
 def topologies_command(
     gpus: int = typer.Option(64, "--gpus", help="N used to decide which algorithms are valid."),
     gpus_per_node: int = typer.Option(8, "--gpus-per-node", help="g for hierarchical (GPUs per leaf for tree)."),
-    json_output: bool = typer.Option(False, "--json", help="Print one JSON object instead of a table."),
+    json_output: JsonOption = False,
 ) -> None:
     """List the topologies and the algorithms valid on each, per collective (validity can depend on N)."""
     check_ranges(gpu_rules(gpus=gpus, gpus_per_node=gpus_per_node))

@@ -12,7 +12,8 @@ from typing import Any, Callable, Optional
 
 from distcalc.cli.base import (  # noqa: F401 (the commands' names)
     EXIT_CODES_HELP, EXIT_OOM, EXIT_USAGE, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption,
-    GpuSpeedCvOption, emit_json, exit_if_oom, fail, handle_errors, parse_or_exit, request_values, setting_origins,
+    GpuSpeedCvOption, JsonOption, ModelOption, PanelJsonOption, emit_json, exit_if_oom, fail, handle_errors,
+    parse_or_exit, request_values, setting_origins,
 )
 from distcalc.parallel_schema import ParallelFields
 from distcalc.render.console import console, error_console, print_line, settings_line  # noqa: F401 (the commands' names)

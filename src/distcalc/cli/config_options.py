@@ -12,13 +12,14 @@ field offers the enum's spellings. ``analyze`` and ``memory`` take them all with
 
 from __future__ import annotations
 
-import inspect
 from enum import Enum
 from typing import Annotated, Any, Callable, Optional
 
 import typer
 
+from distcalc.cli.option_signature import insert_options
 from distcalc.parallel_schema import ParallelFields
+from distcalc.run_file import DEFAULTS
 
 M, P, B, S = "model", "parallelism", "batch", "schedule"
 
@@ -108,19 +109,12 @@ def annotated_option(name: str) -> Any:
 def with_config_options(after: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare every :data:`CONFIG_OPTIONS` option on a command whose function takes them as
     ``**config_options``: they enter its signature (what typer reads) right after parameter ``after``."""
-
-    def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(function, eval_str=True)
-        own = [p for p in signature.parameters.values() if p.kind is not inspect.Parameter.VAR_KEYWORD]
-        cut = [p.name for p in own].index(after) + 1
-        added = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default,
-                                   annotation=annotated_option(name))
-                 for name, (_, default) in CONFIG_OPTIONS.items()]
-        function.__signature__ = signature.replace(parameters=own[:cut] + added + own[cut:])  # type: ignore[attr-defined]
-        return function
-
-    return decorate
+    return insert_options(after, {name: (annotated_option(name), default)
+                                  for name, (_, default) in CONFIG_OPTIONS.items()})
 
 
 FirstStageOption = annotated_option("first_stage_layers")
+#: ``--gpus`` of ``analyze`` and ``memory`` (``search`` takes a list of counts).
+GpusOption = Annotated[Optional[int], config_option(
+    "gpus", P, default=f"{DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given")]
 LastStageOption = annotated_option("last_stage_layers")

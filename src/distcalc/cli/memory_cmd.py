@@ -8,11 +8,11 @@ from typing import Annotated, Any, Optional
 import typer
 
 from distcalc.cli.common import (
-    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption,
+    EXIT_CODES_HELP, AllowOomOption, ClusterOption, ConfigOption, GpuOption, ModelOption, PanelJsonOption,
     emit_report, exit_if_oom, handle_errors, mark_derived_origins, print_line, request_values, setting_origins,
     settings_line,
 )
-from distcalc.cli.config_options import with_config_options
+from distcalc.cli.config_options import GpusOption, with_config_options
 from distcalc.cli.style import PanelCommand
 from distcalc.jobs.memory import MemoryRequest, memory_payload, run_memory
 from distcalc.cli.zero3_options import (DS_DEFAULTS, DsContiguousOption, DsMaxLiveOption, DsPersistenceOption,
@@ -38,12 +38,10 @@ def register(app: typer.Typer) -> None:
     @with_config_options(after="gpus")
     def memory(
         ctx: typer.Context,
-        model: Annotated[str, typer.Option(rich_help_panel=M, help="model preset, config.json / YAML path, or a "
-                                           "Hugging Face repo id in the local cache")] = DEFAULTS.model,
+        model: ModelOption = DEFAULTS.model,
         cluster: ClusterOption = None,
         gpu: GpuOption = None,
-        gpus: Annotated[Optional[int], typer.Option(rich_help_panel=P, show_default=False, help=(
-            f"total GPUs [default: {DEFAULTS.gpus} (one node), or tp·pp·cp·dp when dp is given]"))] = None,
+        gpus: GpusOption = None,
         recipe: Annotated[Recipe, typer.Option(
             rich_help_panel=O, help="model-state recipe: mixed (18 B/param, Megatron), mixed-16bit-grads (16 B/param, "
                                     "ZeRO paper; DeepSpeed ZeRO-1/2) or deepspeed-bf16 (20 B/param, DeepSpeed "
@@ -84,7 +82,7 @@ def register(app: typer.Typer) -> None:
         ds_reduce_bucket_size: DsReduceBucketOption = DS_DEFAULTS.reduce_bucket_elements,
         ds_param_persistence_threshold: DsPersistenceOption = DS_DEFAULTS.param_persistence_threshold_elements,
         ds_contiguous_gradients: DsContiguousOption = DS_DEFAULTS.contiguous_gradients,
-        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        json_output: PanelJsonOption = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write a stacked bar chart per "
                                                      "stage (PNG)")] = None,
         allow_oom: AllowOomOption = False,

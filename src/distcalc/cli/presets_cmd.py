@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from distcalc.cli.common import emit_json, handle_errors
+from distcalc.cli.common import JsonOption, emit_json, handle_errors
 from distcalc.jobs.presets import presets_payload
 from distcalc.render.tables.presets import print_presets
 
@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
     def presets_command(
         kind: Annotated[Optional[str], typer.Argument(
             help="models, gpus, clusters or links [default: all four]", show_default=False)] = None,
-        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        json_output: JsonOption = False,
     ) -> None:
         """List the model, GPU, cluster and link presets with their key numbers and sources."""
         data = presets_payload(kind)

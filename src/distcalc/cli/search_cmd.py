@@ -10,6 +10,7 @@ import typer
 
 from distcalc.cli.common import (
     EXIT_CODES_HELP, AllowOomOption, CalibrationOption, ClusterOption, ConfigOption, GpuOption, GpuSpeedCvOption,
+    ModelOption, PanelJsonOption,
     console, emit_json, exit_if_oom, handle_errors, print_line, request_values, setting_origins, settings_line,
 )
 from distcalc.cli.config_options import FirstStageOption, LastStageOption, config_option
@@ -48,8 +49,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def search_command(
         ctx: typer.Context,
-        model: Annotated[str, typer.Option(rich_help_panel=M, help="model preset, config.json / YAML path, or a "
-                                           "Hugging Face repo id in the local cache")] = DEFAULTS.model,
+        model: ModelOption = DEFAULTS.model,
         cluster: ClusterOption = None,
         gpu: GpuOption = None,
         gpus: Annotated[str, typer.Option(rich_help_panel=P, help=GPUS_HELP)] = str(DEFAULTS.gpus),
@@ -78,7 +78,7 @@ def register(app: typer.Typer) -> None:
         output: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write every feasible "
                                                        "configuration (CSV)")] = None,
         gpu_speed_cv: GpuSpeedCvOption = DEFAULT_GPU_SPEED_CV,
-        json_output: Annotated[bool, typer.Option("--json", rich_help_panel=X, help="print one JSON object")] = False,
+        json_output: PanelJsonOption = False,
         plot: Annotated[Optional[Path], typer.Option(rich_help_panel=X, help="write step time vs memory per GPU "
                                                      "of every feasible configuration, coloured by layout "
                                                      "(PNG)")] = None,

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from distcalc.cli.common import emit_json, handle_errors
+from distcalc.cli.common import JsonOption, emit_json, handle_errors
 from distcalc.errors import ConfigError
 from distcalc.validation import CASE_SETS, CaseSet, SkippedCase, ValidationCase
 from distcalc.validation.summary import GroupSummary, group_summaries
@@ -40,7 +40,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def validate(
         set_names: Annotated[Optional[list[str]], typer.Option("--set", help="case set to run (repeatable)")] = None,
-        json_output: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
+        json_output: JsonOption = False,
         strict: Annotated[bool, typer.Option(help="exit 1 if any case fails")] = False,
     ) -> None:
         """Run the validation case sets: predicted vs published, error, tolerance, pass/fail per case."""

@@ -23,32 +23,16 @@ from distcalc.placement import group_placement
 from distcalc.topology import Topology, TopologyKind, kind_traits, make_topology
 from distcalc.topology.kinds import kinds_with
 from distcalc.traffic import Dim
+from distcalc.topology_schema import DEFAULTS, TopologyFields
 from distcalc.units import parse_rate, parse_size_range, parse_time
 
 KINDS = [k.value for k in CollectiveKind] + [SEND_RECV]
-DEFAULTS = {"topology": "switch", "gpus": 8, "size": "1GiB", "bandwidth": "100GB/s", "latency": "5us",
-            "intra_bandwidth": "450GB/s", "intra_latency": "1us", "inter_bandwidth": "50GB/s",
-            "inter_latency": "5us", "plot_sweep": "1KiB..8GiB"}
 
 
-class TopologyRequest(JobRequest):
-    """The topology options shared by ``collective`` and ``simulate``."""
+class TopologyRequest(JobRequest, TopologyFields):
+    """The topology options shared by ``collective`` and ``simulate``: the fields of
+    :class:`~distcalc.topology_schema.TopologyFields`, and the cluster they may be read from instead."""
 
-    kind: str = Field(description="collective, e.g. all-reduce")
-    topology: str = DEFAULTS["topology"]
-    gpus: int = DEFAULTS["gpus"]
-    size: str = DEFAULTS["size"]
-    bandwidth: Optional[str] = None
-    latency: Optional[str] = None
-    shape: Optional[str] = None
-    gpus_per_node: Optional[int] = None
-    intra_bandwidth: Optional[str] = None
-    intra_latency: Optional[str] = None
-    inter_bandwidth: Optional[str] = None
-    inter_latency: Optional[str] = None
-    algorithm: str = "auto"
-    in_network_reduction: bool = False
-    oversubscription: float = 1.0
     cluster: Optional[str] = Field(None, description="cluster preset or (CLI) YAML file, as analyze: the topology "
                                                      "--gpus consecutive ranks span; link options override it")
     gpu: Optional[str] = Field(None, description="GPU preset replacing the cluster's (as analyze)")
