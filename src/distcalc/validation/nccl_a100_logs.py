@@ -25,13 +25,10 @@ from importlib import resources
 
 from distcalc.calibration.nccl_tests import NcclTestsRun, parse_nccl_tests
 from distcalc.cluster import load_cluster
-from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
 from distcalc.collective.nccl_constants import NcclVersion
-from distcalc.collective.nccl_launch import nccl_tests_period_s
-from distcalc.collective.nccl_tuner import nccl_estimate
 from distcalc.validation.base import CaseSet, ValidationCase
-from distcalc.validation.nccl_busbw import calibrate_case
+from distcalc.validation.nccl_busbw import calibrate_case, priced_run_rows
 
 #: (file, series label, NCCL release printed by the log).
 LOGS = (("nccl_tests_a100_8gpu_all_reduce_nccl2193_g8.log", "dkh NCCL 2.19.3 -g 8", "2.19.3"),
@@ -59,16 +56,7 @@ def a100_log_rows() -> list[dict[str, object]]:
     system = nccl_system(load_cluster(CLUSTER), 8)
     out = []
     for label, printed, run in _runs():
-        factor = busbw_factor(run.collective, run.ranks)
-        for row in run.rows:
-            estimate = nccl_estimate(system, run.collective, row.size_bytes, PRICED_WITH)
-            time_s = nccl_tests_period_s(estimate.time_s, run.gpus_per_thread, system.cpu_vendor)
-            measured_s = (row.time_oop_s + row.time_ip_s) / 2
-            out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
-                        "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
-                        "channels": estimate.channels, "version": printed,
-                        "predicted_GBps": row.size_bytes / time_s * factor / 1e9,
-                        "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
+        out += priced_run_rows(system, label, run, PRICED_WITH, printed)
     return out
 
 

@@ -33,7 +33,8 @@ from distcalc.calibration.nccl_tests import NcclTestsRun, busbw_geomean_error, f
 from distcalc.cluster import load_cluster
 from distcalc.collective.busbw import busbw_factor
 from distcalc.collective.nccl_cluster import nccl_system
-from distcalc.collective.nccl_constants import NcclAlgo, parse_version
+from distcalc.collective.nccl_graph import NcclSystem
+from distcalc.collective.nccl_constants import NcclAlgo, NcclVersion, parse_version
 from distcalc.collective.nccl_launch import nccl_tests_period_s
 from distcalc.collective.nccl_tuner import nccl_estimate
 from distcalc.validation.base import CaseSet, ValidationCase, read_validation_csv
@@ -107,16 +108,27 @@ def log_rows() -> list[dict[str, object]]:
     system = nccl_system(load_cluster("dgx-a100"), 8)
     out = []
     for label, run in zip(LOG_RUNS, parse_nccl_tests(text)):
-        factor = busbw_factor(run.collective, run.ranks)
-        for row in run.rows:
-            estimate = nccl_estimate(system, run.collective, row.size_bytes)
-            time_s = nccl_tests_period_s(estimate.time_s, run.gpus_per_thread, system.cpu_vendor)
-            measured_s = (row.time_oop_s + row.time_ip_s) / 2
-            out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
-                        "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
-                        "channels": estimate.channels, "version": estimate.version.value,
-                        "predicted_GBps": row.size_bytes / time_s * factor / 1e9,
-                        "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
+        out += priced_run_rows(system, label, run)
+    return out
+
+
+def priced_run_rows(system: NcclSystem, label: str, run: NcclTestsRun,
+                    version: NcclVersion = NcclVersion.V2_20_5, printed: str | None = None) -> list[dict[str, object]]:
+    """One record per size of one nccl-tests run: NCCL's choice on ``system`` (``version``'s tuning model),
+    timed as nccl-tests times it with the run's ``-g``, and busbw predicted and measured (the mean of the
+    out-of-place and in-place columns); ``printed`` is the release the log prints (else the model's)."""
+    factor = busbw_factor(run.collective, run.ranks)
+    out = []
+    for row in run.rows:
+        estimate = nccl_estimate(system, run.collective, row.size_bytes, version)
+        time_s = nccl_tests_period_s(estimate.time_s, run.gpus_per_thread, system.cpu_vendor)
+        measured_s = (row.time_oop_s + row.time_ip_s) / 2
+        out.append({"vm": label, "label": str(int(row.size_bytes)), "size_bytes": row.size_bytes,
+                    "algorithm": estimate.algorithm.value, "protocol": estimate.protocol.value,
+                    "channels": estimate.channels,
+                    "version": printed if printed is not None else estimate.version.value,
+                    "predicted_GBps": row.size_bytes / time_s * factor / 1e9,
+                    "measured_GBps": row.size_bytes / measured_s * factor / 1e9})
     return out
 
 
