@@ -14,7 +14,7 @@ from distcalc.memory import memory_batch, memory_report, memory_worst_stage_byte
 from distcalc.model.dims import model_dims
 from distcalc.memory.stage import stage_moe_layers
 from distcalc.model import load_model
-from distcalc.parallel import ParallelConfig, chunk_layer_range, validate_for_model
+from distcalc.parallel import ParallelConfig, chunk_layer_range, stage_layout, validate_for_model
 from distcalc.parallel_batch import configs_batch
 
 runner = CliRunner()
@@ -62,6 +62,25 @@ def test_moe_layers_follow_the_chunks():
     assert int(counts.sum()) == 58
     # without the split: 61 layers on pp 61, one per stage, as before
     assert stage_moe_layers(dims, np.arange(61), 61, 1).tolist() == [0, 0, 0] + [1] * 58
+
+
+
+def test_stage_layout_counts_every_layer_once():
+    """stage_layout: over the stages the counts sum to L and the MoE counts to the model's MoE layers, with the
+    split, interleaving, and uneven ends mixed with even rows in one batch (each row as computed alone)."""
+    dims = model_dims(load_model("deepseek-v3"))  # 61 layers, 58 MoE
+    stages = np.arange(7)
+    layers, moe = stage_layout(dims.layers, dims.moe_cumulative, stages, 7, 3, 1)
+    assert float(layers.sum()) == 61.0 and int(moe.sum()) == 58
+    assert moe.tolist() == stage_moe_layers(dims, stages, 7, 3, 1).tolist()
+    # uneven ends (first 4, last 3): 54 layers over 5 middle stages is not whole; use pp 5: 4 + 3·18 + 3
+    uneven = stage_layout(dims.layers, dims.moe_cumulative, np.arange(5), 5, 1, 0, 4, 3)
+    assert uneven.layers.tolist() == [4.0, 18.0, 18.0, 18.0, 3.0]
+    assert uneven.moe_layers.tolist() == [1, 18, 18, 18, 3]
+    mixed = stage_layout(dims.layers, dims.moe_cumulative, np.array([0, 1, 0, 1]), np.array([5, 5, 7, 7]),
+                         1, 0, np.array([4, 4, 0, 0]), np.array([3, 3, 0, 0]))
+    even = stage_layout(dims.layers, dims.moe_cumulative, np.array([0, 1]), 7, 1)
+    assert mixed.moe_layers.tolist() == [1, 18, *even.moe_layers.tolist()]
 
 
 CASES = [

@@ -239,6 +239,44 @@ def stage_layer_range(layers: int, stage: ArrayLike, pp: ArrayLike, first: Array
     return np.rint(start).astype(np.int64), np.rint(stop).astype(np.int64)
 
 
+class StageLayout(NamedTuple):
+    """The transformer layers one pipeline stage holds (:func:`stage_layout`): ``layers`` their count
+    (:func:`stage_layer_count`, float) and ``moe_layers`` how many of them are MoE layers (int64, in the inputs'
+    broadcast shape). Computed once per stage and read by whatever needs the stage's layer mix."""
+
+    layers: Any
+    moe_layers: Any
+
+
+def stage_layout(layers: int, moe_cumulative: np.ndarray, stage: ArrayLike, pp: ArrayLike, vpp: ArrayLike,
+                 split: ArrayLike = 0, first: ArrayLike = 0, last: ArrayLike = 0) -> StageLayout:
+    """The layers of stage ``stage`` (:class:`StageLayout`). ``moe_cumulative``: MoE layers among the first
+    i layers, i = 0…L (:attr:`distcalc.model.dims.ModelDims.moe_cumulative`). The count is
+    :func:`stage_layer_count`'s; the MoE layers are none in a dense model, all in an all-MoE model, else those
+    of the chunks ``stage + j·pp`` (j < vpp) of :func:`chunk_layer_range` (L/(pp·vpp) layers each, or
+    (L + 2)/(pp·vpp) slots with ``split``, the embedding and the loss a slot each), with uneven ends
+    ``first``/``last`` (vpp 1) those of the one range of :func:`stage_layer_range`. Elementwise on arrays."""
+    count = stage_layer_count(layers, stage, pp, split, first, last)
+    stage, pp, vpp, split, first, last = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp, split, first, last))
+    total = np.zeros(np.broadcast(stage, pp, vpp, split, first, last).shape, dtype=np.int64)
+    if moe_cumulative[-1] == 0:
+        return StageLayout(count, total)
+    if moe_cumulative[-1] == layers:  # every layer is MoE: the stage's layer count
+        return StageLayout(count, total + np.rint(count).astype(np.int64))
+    uneven = (first > 0) | (last > 0)
+    if np.any(uneven):
+        start, stop = stage_layer_range(layers, stage, pp, first, last)
+        moe_uneven = moe_cumulative[stop] - moe_cumulative[start]
+        if np.all(uneven):
+            return StageLayout(count, total + moe_uneven)
+        even = stage_layout(layers, moe_cumulative, stage, pp, vpp, split).moe_layers
+        return StageLayout(count, np.where(uneven, moe_uneven, even))
+    for j in range(int(np.max(vpp))):
+        start, stop = chunk_layer_range(layers, stage + j * pp, pp, vpp, split)
+        total = total + np.where(j < vpp, moe_cumulative[stop] - moe_cumulative[start], 0)
+    return StageLayout(count, total)
+
+
 def _divisors(n: int) -> str:
     values = [d for d in range(1, n + 1) if n % d == 0]
     shown = values if len(values) <= 16 else values[:15] + ["...", values[-1]]

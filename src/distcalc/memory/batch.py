@@ -27,12 +27,12 @@ from distcalc.memory.activations import ACTIVATION_BYTES_16
 from distcalc.memory.line_groups import grouped_worst_totals
 from distcalc.memory.options import MemoryOptions
 from distcalc.memory.stage import (
-    STAGE_KEYS, config_terms, stage_activation_lines, stage_layer_terms, stage_lines, stage_moe_layers,
+    STAGE_KEYS, config_terms, stage_activation_lines, stage_layer_terms, stage_lines,
     stage_state_lines,
 )
 from distcalc.memory.states import bytes_per_parameter
 from distcalc.model import ModelSpec
-from distcalc.parallel import Precision, pipeline_slots_offset, stage_layer_count
+from distcalc.parallel import Precision, pipeline_slots_offset, stage_layout
 from distcalc.parallel_batch import normalise_batch
 
 
@@ -73,8 +73,7 @@ def _candidate_stages(dims: ModelDims, pp: int, vpp: int, split: bool = False) -
     if dims.uniform:
         return (0, 1, pp - 1) if split else (0, pp - 1)
     stages = np.arange(pp)
-    layers = stage_layer_count(dims.layers, stages, pp, int(split))
-    counts = stage_moe_layers(dims, stages, pp, vpp, int(split))
+    layers, counts = stage_layout(dims.layers, dims.moe_cumulative, stages, pp, vpp, int(split))
     firsts: dict[tuple[float, int], int] = {}
     for stage in range(1, pp - 1):
         firsts.setdefault((float(layers[stage]), int(counts[stage])), stage)
@@ -107,8 +106,7 @@ def _uneven_candidates(dims: ModelDims, pp: np.ndarray, vpp: np.ndarray, first: 
     lists = []
     for p, v, f, l_ in unique:
         stages = np.arange(int(p))
-        layers = stage_layer_count(dims.layers, stages, int(p), 0, int(f), int(l_))
-        counts = stage_moe_layers(dims, stages, int(p), int(v), 0, int(f), int(l_))
+        layers, counts = stage_layout(dims.layers, dims.moe_cumulative, stages, int(p), int(v), 0, int(f), int(l_))
         firsts: dict[tuple[float, int], int] = {}
         for stage in range(1, int(p) - 1):
             firsts.setdefault((float(layers[stage]), int(counts[stage])), stage)

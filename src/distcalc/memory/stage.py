@@ -39,9 +39,7 @@ from distcalc.memory.states import sharded_state_bytes, zero_divisors
 from distcalc.memory.te_dummy_wgrad import dummy_wgrad_bytes
 from distcalc.memory.torch_cp import torch_cp_buffer_bytes
 from distcalc.software import TORCH_CP_ALGORITHMS, ContextParallelAlgorithm
-from distcalc.parallel import (
-    Schedule, chunk_layer_range, stage_layer_count, stage_layer_range,
-)
+from distcalc.parallel import Schedule, stage_layout
 from distcalc.schedules import PARAMETER_COPIES, V_SHAPED
 
 STAGE_KEYS = (
@@ -56,28 +54,9 @@ STAGE_KEYS = (
 
 
 def stage_moe_layers(dims: ModelDims, stage, pp, vpp, split=0, first=0, last=0):
-    """MoE layers held by ``stage``: the sum over its vpp chunks ``stage + j·pp`` of the MoE layers in
-    :func:`distcalc.parallel.chunk_layer_range` (L/(pp·vpp) layers each, or (L + 2)/(pp·vpp) slots with
-    ``split``, the embedding and the loss taking one slot each); with uneven ends ``first``/``last`` (vpp 1)
-    the MoE layers in :func:`distcalc.parallel.stage_layer_range`."""
-    stage, pp, vpp, split, first, last = (np.asarray(x, dtype=np.int64) for x in (stage, pp, vpp, split, first, last))
-    total = np.zeros(np.broadcast(stage, pp, vpp, split, first, last).shape, dtype=np.int64)
-    if dims.moe_cumulative[-1] == 0:
-        return total
-    if dims.moe_cumulative[-1] == dims.layers:  # every layer is MoE: the stage's layer count
-        return total + np.rint(stage_layer_count(dims.layers, stage, pp, split, first, last)).astype(np.int64)
-    uneven = (first > 0) | (last > 0)
-    if np.any(uneven):
-        start, stop = stage_layer_range(dims.layers, stage, pp, first, last)
-        moe_uneven = dims.moe_layers_between(start, stop)
-        if np.all(uneven):
-            return total + moe_uneven
-        return np.where(uneven, moe_uneven, stage_moe_layers(dims, stage, pp, vpp, split))
-    for j in range(int(np.max(vpp))):
-        valid = j < vpp
-        start, stop = chunk_layer_range(dims.layers, stage + j * pp, pp, vpp, split)
-        total = total + np.where(valid, dims.moe_layers_between(start, stop), 0)
-    return total
+    """MoE layers held by ``stage`` (:func:`distcalc.parallel.stage_layout`): the MoE layers of its vpp chunks
+    ``stage + j·pp``, or with uneven ends ``first``/``last`` (vpp 1) of its one range. int64."""
+    return stage_layout(dims.layers, dims.moe_cumulative, stage, pp, vpp, split, first, last).moe_layers
 
 
 def _cp_buffers(dims: ModelDims, options: MemoryOptions, micro_batch, seq_len, tp, cp, activation_bytes):
@@ -152,9 +131,9 @@ def stage_layer_terms(dims: ModelDims, terms: dict[str, object], stage) -> dict[
     stages 0 and pp−1."""
     t = terms
     options: MemoryOptions = t["options"]  # type: ignore[assignment]
-    layers = stage_layer_count(dims.layers, stage, t["pp_int"], t["split"], t["first"], t["last"])
-    n_moe = np.asarray(stage_moe_layers(dims, stage, t["pp_int"], t["vpp_int"], t["split"], t["first"], t["last"]),
-                       dtype=float)
+    layers, n_moe = stage_layout(dims.layers, dims.moe_cumulative, stage, t["pp_int"], t["vpp_int"], t["split"],
+                                 t["first"], t["last"])
+    n_moe = np.asarray(n_moe, dtype=float)
     n_dense = layers - n_moe
     layer_params = n_dense * t["dense_layer"] + n_moe * t["moe_layer"]
     expert_params = n_moe * t["expert_layer"]
