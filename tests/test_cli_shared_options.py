@@ -9,6 +9,7 @@ import pytest
 import typer.main
 
 from distcalc.cli import app
+from distcalc.jobs.analyze import AnalyzeRequest
 from distcalc.jobs.collective import CollectiveRequest, TopologyRequest
 from distcalc.jobs.simulate import SimulateRequest
 from distcalc.topology_schema import TopologyFields
@@ -44,6 +45,16 @@ def test_analyze_collective_and_simulate_describe_a_link_option_alike(name):
     assert all(text.startswith(description) for text in helps.values()), helps
     assert "[default: the cluster's]" in helps["analyze"]
     assert helps["collective"] == helps["simulate"]
+
+
+@pytest.mark.parametrize("name", LINKS)
+def test_the_analyze_request_describes_a_link_override_as_the_schema_does(name):
+    """The web API's analyze request (its OpenAPI schema) reads each link field's description from the schema;
+    it stays an override: None, the cluster's."""
+    field, schema = AnalyzeRequest.model_fields[name], TopologyFields.model_fields[name]
+    assert field.description == schema.description
+    assert field.annotation == schema.annotation
+    assert field.default is None
 
 
 def test_the_topology_commands_differ_only_where_the_command_does_more():

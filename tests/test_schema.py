@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from distcalc.modes import schedule_shape_problem
 from distcalc.parallel import Recompute, Schedule
-from distcalc.schedules import BY_CODE, SCHEDULES, V_SHAPED, V_SHAPED_SCHEDULES
+from distcalc.schedules import BY_CODE, DUAL_PIPE, SCHEDULES, V_SHAPED, V_SHAPED_SCHEDULES
 from distcalc.search.readable import config_values
 from distcalc.search.space import CLOSED_FORM_SCHEDULES, DEFAULT_SCHEDULES, RECOMPUTE_CHOICES, SCHEDULE_CHOICES
 
@@ -50,6 +51,14 @@ def test_v_shaped_schedules_are_the_registry_class_flags():
     assert V_SHAPED.tolist() == [BY_CODE[code].v_shape for code in range(len(Schedule))]
     assert {Schedule.from_code(code).value for code in V_SHAPED_SCHEDULES} == {"zb-v", "dualpipev"}
     assert V_SHAPED[np.array(V_SHAPED_SCHEDULES)].all() and V_SHAPED.sum() == len(V_SHAPED_SCHEDULES)
+
+
+def test_dual_pipe_schedules_are_the_registry_class_flags_and_the_scalar_rule_agrees():
+    """The search's DualPipe-family mask is read from each class's ``dual_pipe``; exactly those schedules are
+    refused with fewer than 2·pp micro-batches by the scalar rule (pp 4, 6 micro-batches: even, < 8)."""
+    assert DUAL_PIPE.tolist() == [BY_CODE[code].dual_pipe for code in range(len(Schedule))]
+    assert {Schedule.from_code(int(code)).value for code in np.flatnonzero(DUAL_PIPE)} == {"dualpipe", "dualpipev"}
+    assert [schedule_shape_problem(m.code, 4, 6) is not None for m in Schedule] == [DUAL_PIPE[m.code] for m in Schedule]
 
 
 @settings(max_examples=50, deadline=None)

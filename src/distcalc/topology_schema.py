@@ -2,7 +2,8 @@
 
 :class:`distcalc.jobs.collective.TopologyRequest` (``collective`` and ``simulate`` requests, the web API's too)
 takes these fields, and the command line's topology and link options (:mod:`distcalc.cli.topology_options`)
-take their help from them, ``analyze`` included for the link overrides it shares. A field whose default is
+take their help from them, ``analyze`` included for the link overrides it shares (:data:`LINK_FIELDS`; its
+request, the web API's too, declares them with :func:`link_override_field`). A field whose default is
 None and whose value is then chosen by the topology carries that choice as ``default_text`` (what ``--help``
 shows). Imports pydantic only, so ``distcalc analyze --help`` does not pay for the topology models.
 """
@@ -56,3 +57,15 @@ class TopologyFields(BaseModel):
     algorithm: str = Field("auto", description="Algorithm name, auto (fastest) or all")
     in_network_reduction: bool = Field(False, description="Switch with in-network reduction (NVLS/SHARP)")
     oversubscription: float = Field(1.0, description="Tree: leaf uplink oversubscription s:1")
+
+
+#: The link overrides another request shares (``analyze``: a cluster's links, the node size).
+LINK_FIELDS = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency")
+
+
+def link_override_field(name: str) -> Any:
+    """Link field ``name`` of :class:`TopologyFields` as an override of a cluster: default None (the
+    cluster's), the schema's description (unit included) and no topology ``default_text``."""
+    if name not in LINK_FIELDS:
+        raise KeyError(f"{name!r} is not a link field; valid: {', '.join(LINK_FIELDS)}")
+    return Field(None, description=TopologyFields.model_fields[name].description)

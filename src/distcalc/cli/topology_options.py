@@ -19,7 +19,7 @@ from typing import Annotated, Any, Callable, Optional
 import typer
 
 from distcalc.cli.option_signature import insert_options
-from distcalc.topology_schema import TopologyFields
+from distcalc.topology_schema import LINK_FIELDS, TopologyFields
 
 
 def topology_help(name: str, extra: str = "", default: Optional[str] = None, sentence: bool = True) -> str:
@@ -64,6 +64,5 @@ def with_link_options(after: str, panel: str, default: str) -> Callable[[Callabl
     """Declare the link overrides (``--gpus-per-node``, ``--intra-*``, ``--inter-*``) on a command whose function
     takes them in its ``**kwargs`` (``analyze``), right after its parameter ``after``, in ``panel``, each with the
     command's ``default`` text (the cluster's)."""
-    names = ("gpus_per_node", "intra_bandwidth", "intra_latency", "inter_bandwidth", "inter_latency")
     return insert_options(after, {name: (annotated(name, panel=panel, default=default, show_default=False), None)
-                                  for name in names})
+                                  for name in LINK_FIELDS})

@@ -21,6 +21,7 @@ from distcalc.jobs.messages import parse_option
 from distcalc.jobs.zero3 import Zero3Fields
 from distcalc.parallel import ParallelConfig, Precision, Recompute, Schedule
 from distcalc.run_file import DEFAULTS, default_gpus
+from distcalc.topology_schema import link_override_field
 from distcalc.units import parse_rate, parse_time
 from distcalc.variability import DEFAULT_GPU_SPEED_CV
 
@@ -63,11 +64,11 @@ class AnalyzeRequest(PipelineRequest, Zero3Fields):
     dtype: Precision = Precision.BF16
     flash_attention: bool = True
     account_for_embedding_and_loss: bool = False
-    gpus_per_node: Optional[int] = None
-    intra_bandwidth: Optional[str] = Field(None, description="intra-node B per direction, e.g. 300GB/s")
-    intra_latency: Optional[str] = Field(None, description="intra-node α per step, e.g. 3us")
-    inter_bandwidth: Optional[str] = Field(None, description="per-NIC B per direction, e.g. 400Gbps")
-    inter_latency: Optional[str] = Field(None, description="inter-node α per step, e.g. 6us")
+    gpus_per_node: Optional[int] = link_override_field("gpus_per_node")
+    intra_bandwidth: Optional[str] = link_override_field("intra_bandwidth")
+    intra_latency: Optional[str] = link_override_field("intra_latency")
+    inter_bandwidth: Optional[str] = link_override_field("inter_bandwidth")
+    inter_latency: Optional[str] = link_override_field("inter_latency")
     order: str = "tp-cp-dp-pp"
     overlap_grad_reduce: bool = True
     tp_overlap: float = 0.0

@@ -41,6 +41,9 @@ PARAMETER_COPIES = np.array([BY_CODE[code].parameter_copies for code in range(le
 #: Whether each schedule holds two chunks per device in a V (its class flag ``v_shape``: virtual stage j and
 #: 2p − 1 − j on device j), indexed by schedule code: one indexing operation reads an array of codes.
 V_SHAPED = np.array([BY_CODE[code].v_shape for code in range(len(BY_CODE))], dtype=bool)
+#: Whether each schedule is of the DualPipe family (its class flag ``dual_pipe``: at least 2·pp micro-batches),
+#: indexed by schedule code like :data:`V_SHAPED`.
+DUAL_PIPE = np.array([BY_CODE[code].dual_pipe for code in range(len(BY_CODE))], dtype=bool)
 #: The codes of the V-shaped schedules (:data:`V_SHAPED`), for scalar membership tests.
 V_SHAPED_SCHEDULES: tuple[int, ...] = tuple(int(code) for code in np.flatnonzero(V_SHAPED))
 
@@ -71,5 +74,5 @@ def peak_in_flight_counts(code: int, devices: int, micro_batches: int, vpp: int 
     return tuple(peak_in_flight(cached_plan(code, devices, micro_batches, vpp)))
 
 
-__all__ = ["BY_CODE", "PARAMETER_COPIES", "SCHEDULES", "V_SHAPED", "V_SHAPED_SCHEDULES", "Execution", "Op", "Pass", "PassKind", "PassTimes", "PipelineSchedule", "Plan",
+__all__ = ["BY_CODE", "DUAL_PIPE", "PARAMETER_COPIES", "SCHEDULES", "V_SHAPED", "V_SHAPED_SCHEDULES", "Execution", "Op", "Pass", "PassKind", "PassTimes", "PipelineSchedule", "Plan",
            "Program", "cached_plan", "cached_program", "compile_plan", "execute", "get_schedule", "peak_in_flight", "peak_in_flight_counts"]

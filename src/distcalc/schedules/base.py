@@ -84,7 +84,9 @@ class PipelineSchedule:
     per-step time is the busiest device's span (first pass to last), not the makespan.
     ``parameter_copies``: model-parameter copies per device relative to 1F1B (DualPipe keeps 2).
     ``v_shape``: two chunks per device in a V (:func:`v_device`), else chunk c of device d is virtual stage
-    c·p + d (:func:`linear_device`). Subclasses give :meth:`orders`; :meth:`plan` checks and assembles."""
+    c·p + d (:func:`linear_device`). ``dual_pipe``: the DualPipe family (overlapped forward/backward pairs fed
+    from both ends), which needs at least 2·pp micro-batches (deepseek-ai/DualPipe ``step`` asserts it).
+    Subclasses give :meth:`orders`; :meth:`plan` checks and assembles."""
 
     #: the :class:`~distcalc.parallel.Schedule` member this class implements: its spelling and integer code
     schedule: Schedule
@@ -104,6 +106,7 @@ class PipelineSchedule:
     tiles_iterations: bool = False
     parameter_copies: int = 1
     v_shape: bool = False
+    dual_pipe: bool = False
 
     def check(self, devices: int, micro_batches: int, vpp: int = 1) -> None:
         """Raise :class:`ConfigError` when the schedule cannot run this shape (p ≥ 1, m ≥ 1, and

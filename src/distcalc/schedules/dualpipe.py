@@ -92,6 +92,7 @@ class DualPipe(PipelineSchedule):
     description = "DualPipe: bidirectional, overlapped forward/backward pairs; 2x parameters"
     reference = "DeepSeek-V3 report §3.2.1; deepseek-ai/DualPipe"
     split_backward = True
+    dual_pipe = True
     parameter_copies = 2
 
     def chunks(self, vpp: int) -> int:

@@ -23,6 +23,7 @@ class DualPipeV(PipelineSchedule):
     description = "DualPipeV: V-shaped cut-in-half DualPipe, overlapped forward/backward pairs"
     reference = "deepseek-ai/DualPipe README (DualPipeV)"
     split_backward = True
+    dual_pipe = True
     v_shape = True
 
     def orders(self, devices: int, micro_batches: int, vpp: int) -> tuple[tuple[Op, ...], ...]:

@@ -54,7 +54,7 @@ from distcalc.parallel import Recompute, Schedule
 from distcalc.parallel_batch import field_values
 from distcalc.parallel_rules import (cp_splits_sequence, divides, layers_fit, sp_splits_sequence, tp_sharded_widths,
                                      uneven_fits)
-from distcalc.schedules import V_SHAPED
+from distcalc.schedules import DUAL_PIPE, V_SHAPED
 
 if TYPE_CHECKING:
     from distcalc.model import ModelSpec
@@ -88,7 +88,7 @@ SCHEDULE_ALIASES = {"zb-1p": "zb-h1"}
 ZERO_CHOICES = field_values("zero")
 _BUDGET_RULE = f"executed schedule: its plan has more than {EXECUTED_PASS_BUDGET} passes"
 _INTERLEAVED, _ONE_F_ONE_B, _ZERO_BUBBLE = Schedule.INTERLEAVED.code, Schedule.ONE_F_ONE_B.code, Schedule.ZERO_BUBBLE.code
-_DUALPIPE, _DUALPIPEV = Schedule.DUALPIPE.code, Schedule.DUALPIPEV.code
+_DUALPIPE = Schedule.DUALPIPE.code
 INDEX_DTYPE = np.int64
 
 ConfigArrays = dict[str, np.ndarray]
@@ -348,7 +348,7 @@ def enumerate_space(limits: SpaceLimits, gpus: int, choices: SpaceChoices | None
     micro_batches = limits.global_batch // per_step
     f.reject(RejectReason.DIVISIBILITY, "interleaved: micro-batches % pp",
              (columns["schedule"] == _INTERLEAVED) & (micro_batches % columns["pp"] != 0))
-    dual = (columns["schedule"] == _DUALPIPE) | (columns["schedule"] == _DUALPIPEV)
+    dual = DUAL_PIPE[columns["schedule"]]  # the DualPipe family (the registry's class flag)
     f.reject(RejectReason.DIVISIBILITY, "dualpipe(v): micro-batches >= 2*pp (and even for dualpipe)",
              dual & ((micro_batches < 2 * columns["pp"])
                      | ((columns["schedule"] == _DUALPIPE) & (micro_batches % 2 != 0))))
