@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-#: position of the gradient ReduceScatter among the DP messages (``distcalc.traffic.dp_gradient_messages`` order)
-GRAD_REDUCE_SCATTER_INDEX = 1
+from distcalc.traffic import Comm, Phase
+
 
 
 def reduce_to_owners_factor(dp_ranks: Any) -> Any:
@@ -33,12 +33,12 @@ def reduce_to_owners_factor(dp_ranks: Any) -> Any:
 
 
 def owner_reduces(entries: list, dp_ranks: Any) -> list:
-    """The priced DP messages ``(message, seconds, algorithms)`` with the gradient ReduceScatter's time scaled by
-    :func:`reduce_to_owners_factor` and its note saying so (an empty list stays empty)."""
-    if len(entries) <= GRAD_REDUCE_SCATTER_INDEX:
-        return entries
+    """The priced DP messages ``(message, seconds, algorithms)`` with the gradient ReduceScatter's time (the one
+    backward ReduceScatter of ``distcalc.traffic.dp_gradient_messages``) scaled by :func:`reduce_to_owners_factor`
+    and its note saying so; a list without it is returned as it is."""
     out = list(entries)
-    msg, times, algos = out[GRAD_REDUCE_SCATTER_INDEX]
-    out[GRAD_REDUCE_SCATTER_INDEX] = (replace(msg, note=msg.note + " (DeepSpeed: one Reduce per partition owner)"),
-                                      times * reduce_to_owners_factor(dp_ranks), algos)
+    for i, (msg, times, algos) in enumerate(out):
+        if msg.collective is Comm.REDUCE_SCATTER and msg.phase is Phase.BACKWARD:
+            out[i] = (replace(msg, note=msg.note + " (DeepSpeed: one Reduce per partition owner)"),
+                      times * reduce_to_owners_factor(dp_ranks), algos)
     return out
